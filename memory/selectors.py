@@ -1,0 +1,254 @@
+"""Reads of a scope's Memory: exact citations, listings, changes and search."""
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
+from memory.values import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Citation,
+    citation_payload,
+    memory_ref,
+)
+from powercontext import analyzer
+from powercontext.artifacts import head_revision, revision_content
+from powercontext.exceptions import (
+    ArtifactNotFound,
+    CapabilityNotSupported,
+    InvalidRequest,
+    MemoryNotFound,
+    PowerContextError,
+)
+from powercontext.models import ArtifactRevision
+from powercontext.search import search_backend
+from powercontext.snapshot import read_snapshot
+
+SEARCH_MODES = ("auto", "fts")
+
+
+class SearchInconsistent(PowerContextError):
+    """The full-text projection disagreed with the head it was read with (an internal
+    invariant; ``manage.py check_integrity`` and ``rebuild_index`` repair it)."""
+
+
+def memory_head(*, scope_id: str) -> int:
+    """The scope's Memory head revision; 0 when the scope has no Memory yet."""
+    return head_revision(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
+
+
+def entry_payload(revision: int, version: MemoryEntryVersion, state: str) -> dict[str, Any]:
+    """The API's MemoryEntry for ``version`` as seen in ``revision``."""
+    return {
+        "citation": citation_payload(revision, version.entry_id, version.entry_version_id),
+        "version": version.version,
+        "kind": version.kind,
+        "text": version.text,
+        "state": state,
+        "source_refs": json.loads(version.source_refs),
+        "artifact_refs": json.loads(version.artifact_refs),
+    }
+
+
+def _valid_at(revision: int) -> Q:
+    return Q(valid_from__lte=revision) & (Q(valid_to__isnull=True) | Q(valid_to__gt=revision))
+
+
+def resolve_citation(*, scope_id: str, citation: Citation) -> MemoryManifestRow:
+    """The manifest row that makes ``citation`` true, or ArtifactNotFound / MemoryNotFound."""
+    if citation.family != MEMORY_FAMILY or citation.artifact_id != MEMORY_ARTIFACT_ID:
+        raise ArtifactNotFound()
+    if citation.revision > memory_head(scope_id=scope_id):
+        raise ArtifactNotFound()
+    row = (
+        MemoryManifestRow.objects.select_related("entry_version")
+        .filter(
+            _valid_at(citation.revision),
+            scope_id=scope_id,
+            entry_id=citation.entry_id,
+            entry_version_id=citation.entry_version_id,
+        )
+        .first()
+    )
+    if row is None:
+        raise MemoryNotFound()
+    return row
+
+
+def memory_entry_get(*, scope_id: str, citation: Citation) -> dict[str, Any]:
+    """Exactly the cited version, with its state in the cited revision."""
+    row = resolve_citation(scope_id=scope_id, citation=citation)
+    return entry_payload(citation.revision, row.entry_version, row.state)
+
+
+@dataclass(frozen=True)
+class _ListCursor:
+    revision: int
+    after_entry_id: str
+    include_inactive: bool
+
+    def encode(self) -> str:
+        raw = json.dumps([self.revision, self.after_entry_id, self.include_inactive])
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> "_ListCursor":
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            revision, after, inactive = json.loads(base64.urlsafe_b64decode(padded))
+            if not (
+                isinstance(revision, int)
+                and not isinstance(revision, bool)
+                and revision >= 1
+                and isinstance(after, str)
+                and isinstance(inactive, bool)
+            ):
+                raise ValueError(token)
+        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
+            raise InvalidRequest("cursor", "Invalid cursor.") from error
+        return cls(revision, after, inactive)
+
+
+def memory_entries_list(
+    *, scope_id: str, include_inactive: bool = False, limit: int = 1000, cursor: str | None = None
+) -> dict[str, Any]:
+    """Entries of one revision (the head, or the revision a cursor was issued for),
+    ordered by entry id, so paging never mixes revisions."""
+    if cursor is not None:
+        position = _ListCursor.decode(cursor)
+        if position.include_inactive != include_inactive:
+            raise InvalidRequest("cursor", "The cursor was issued for other filters.")
+        if position.revision > memory_head(scope_id=scope_id):
+            raise InvalidRequest("cursor", "The cursor does not belong to this scope.")
+        revision, after = position.revision, position.after_entry_id
+    else:
+        revision, after = memory_head(scope_id=scope_id), ""
+    if revision == 0:
+        return {"memory": None, "entries": [], "next_cursor": None}
+    rows = MemoryManifestRow.objects.select_related("entry_version").filter(
+        _valid_at(revision), scope_id=scope_id, entry_id__gt=after
+    )
+    if not include_inactive:
+        rows = rows.filter(state=ManifestState.ACTIVE)
+    page = list(rows.order_by("entry_id")[: limit + 1])
+    next_cursor = None
+    if len(page) > limit:
+        page = page[:limit]
+        next_cursor = _ListCursor(revision, page[-1].entry_id, include_inactive).encode()
+    return {
+        "memory": memory_ref(revision),
+        "entries": [entry_payload(revision, row.entry_version, row.state) for row in page],
+        "next_cursor": next_cursor,
+    }
+
+
+def memory_changes(*, scope_id: str, since_revision: int, limit: int = 1000) -> dict[str, Any]:
+    """Revisions after ``since_revision``, oldest first, each with its changes."""
+    head = memory_head(scope_id=scope_id)
+    if head == 0:
+        return {"memory": None, "revisions": [], "next_since": None}
+    revisions = list(
+        ArtifactRevision.objects.filter(
+            scope_id=scope_id,
+            family=MEMORY_FAMILY,
+            artifact_id=MEMORY_ARTIFACT_ID,
+            revision__gt=since_revision,
+            revision__lte=head,
+        ).order_by("revision")[: limit + 1]
+    )
+    next_since = None
+    if len(revisions) > limit:
+        revisions = revisions[:limit]
+        next_since = revisions[-1].revision
+    return {
+        "memory": memory_ref(head),
+        "revisions": [
+            {"memory_ref": memory_ref(item.revision), **revision_content(item)}
+            for item in revisions
+        ],
+        "next_since": next_since,
+    }
+
+
+@dataclass(frozen=True)
+class MemorySearchHit:
+    revision: int
+    entry_id: str
+    entry_version_id: str
+    text: str
+    score: float
+
+
+def memory_search_at(
+    *, scope_id: str, head: int, query: str, limit: int
+) -> list[MemorySearchHit]:
+    """Full-text hits for ``query`` against revision ``head``, best first.
+
+    Must run in the same read snapshot in which ``head`` was read. Each hit's revision
+    comes from the manifest row that makes it active, so a projection that disagreed with
+    the head would surface as a citation of another revision, which the Context Pack
+    builder refuses, instead of passing silently.
+    """
+    terms = analyzer.query_terms(query)
+    if head == 0 or not terms:
+        return []
+    ranked = search_backend().memory_search(scope_id=scope_id, terms=terms, limit=limit)
+    if not ranked:
+        return []
+    versions = {
+        version.entry_version_id: version
+        for version in MemoryEntryVersion.objects.filter(
+            entry_version_id__in=[hit.entry_version_id for hit in ranked]
+        )
+    }
+    rows = {
+        row.entry_version_id: row
+        for row in MemoryManifestRow.objects.filter(
+            scope_id=scope_id,
+            state=ManifestState.ACTIVE,
+            valid_to__isnull=True,
+            entry_version_id__in=list(versions),
+        )
+    }
+    hits = []
+    for hit in ranked:
+        version = versions[hit.entry_version_id]
+        row = rows.get(hit.entry_version_id)
+        # Revision 0 names no revision: a hit with no active manifest row at all.
+        revision = 0 if row is None else max(row.valid_from, head)
+        hits.append(
+            MemorySearchHit(revision, version.entry_id, version.entry_version_id, version.text, hit.score)
+        )
+    return hits
+
+
+def memory_search(*, scope_id: str, query: str, limit: int = 10, mode: str = "auto") -> dict[str, Any]:
+    """The search operation: normalised scores (best hit 1.0), ties by entry id."""
+    if mode not in SEARCH_MODES:
+        raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")
+    with read_snapshot():
+        head = memory_head(scope_id=scope_id)
+        if head == 0:
+            return {"memory": None, "mode": None, "hits": []}
+        hits = memory_search_at(scope_id=scope_id, head=head, query=query, limit=limit)
+    if any(hit.revision != head for hit in hits):
+        raise SearchInconsistent()
+    best = hits[0].score if hits else 0.0
+    return {
+        "memory": memory_ref(head),
+        "mode": "fts",
+        "hits": [
+            {
+                "citation": citation_payload(hit.revision, hit.entry_id, hit.entry_version_id),
+                "text": hit.text,
+                "score": hit.score / best if best > 0 else 0.0,
+                "matched_by": ["fts"],
+            }
+            for hit in hits
+        ],
+    }

@@ -1,0 +1,132 @@
+"""Input and output shapes of the Memory HTTP operations (named for clean OpenAPI)."""
+
+from rest_framework import serializers
+
+from powercontext.api.fields import (
+    ArtifactRefSchema,
+    SourceReferenceSchema,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    Utf8TextField,
+    scope_id_field,
+)
+
+MEMORY_TEXT_MAX_BYTES = 8192
+
+
+class MemoryCitationSchema(StrictSerializer):
+    memory_ref = ArtifactRefSchema()
+    entry_id = StrictCharField(non_blank=True, max_length=64)
+    entry_version_id = StrictCharField(non_blank=True, max_length=64)
+
+
+class MemoryEntrySchema(serializers.Serializer):
+    citation = MemoryCitationSchema()
+    version = serializers.IntegerField(min_value=1)
+    kind = serializers.CharField()
+    text = serializers.CharField()
+    state = serializers.ChoiceField(choices=["active", "inactive"])
+    source_refs = SourceReferenceSchema(many=True)
+    artifact_refs = ArtifactRefSchema(many=True)
+
+
+def kind_field() -> StrictCharField:
+    return StrictCharField(min_length=1, max_length=128)
+
+
+def reason_field() -> StrictCharField:
+    return StrictCharField(max_length=512, required=False, allow_null=True)
+
+
+class MemoryRememberInput(StrictSerializer):
+    scope_id = scope_id_field()
+    kind = kind_field()
+    text = Utf8TextField(max_bytes=MEMORY_TEXT_MAX_BYTES)
+    reason = reason_field()
+    expected_revision = StrictIntegerField(min_value=0, required=False, allow_null=True)
+
+
+class MemoryWriteOutput(serializers.Serializer):
+    memory = ArtifactRefSchema()
+    entry = MemoryEntrySchema(allow_null=True)
+
+
+class MemorySearchInput(StrictSerializer):
+    scope_id = scope_id_field()
+    query = StrictCharField(non_blank=True, min_length=1, max_length=8192)
+    limit = StrictIntegerField(min_value=1, max_value=50, default=10)
+    mode = serializers.ChoiceField(choices=["auto", "fts", "vector", "hybrid"], default="auto")
+
+
+class MemorySearchHitSchema(serializers.Serializer):
+    citation = MemoryCitationSchema()
+    text = serializers.CharField()
+    score = serializers.FloatField(min_value=0, max_value=1)
+    matched_by = serializers.ListField(child=serializers.ChoiceField(choices=["fts"]))
+
+
+class MemorySearchOutput(serializers.Serializer):
+    memory = ArtifactRefSchema(allow_null=True)
+    mode = serializers.ChoiceField(choices=["fts"], allow_null=True)
+    hits = MemorySearchHitSchema(many=True)
+
+
+class MemoryEntriesListInput(StrictSerializer):
+    scope_id = scope_id_field()
+    include_inactive = StrictBooleanField(default=False)
+    limit = StrictIntegerField(min_value=1, max_value=1000, default=1000)
+    cursor = StrictCharField(min_length=1, max_length=512, required=False, allow_null=True)
+
+
+class MemoryEntriesListOutput(serializers.Serializer):
+    memory = ArtifactRefSchema(allow_null=True)
+    entries = MemoryEntrySchema(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class MemoryEntryGetInput(StrictSerializer):
+    scope_id = scope_id_field()
+    citation = MemoryCitationSchema()
+
+
+class MemoryEntryReviseInput(StrictSerializer):
+    scope_id = scope_id_field()
+    citation = MemoryCitationSchema()
+    kind = kind_field()
+    text = Utf8TextField(max_bytes=MEMORY_TEXT_MAX_BYTES)
+    reason = reason_field()
+
+
+class MemoryEntryStateInput(StrictSerializer):
+    """Retire and reactivate."""
+
+    scope_id = scope_id_field()
+    citation = MemoryCitationSchema()
+    reason = reason_field()
+
+
+class MemoryChangesInput(StrictSerializer):
+    scope_id = scope_id_field()
+    since_revision = StrictIntegerField(min_value=0)
+    limit = StrictIntegerField(min_value=1, max_value=1000, default=1000)
+
+
+class MemoryChangeSchema(serializers.Serializer):
+    op = serializers.ChoiceField(choices=["add", "revise", "retire", "reactivate"])
+    entry_id = serializers.CharField()
+    from_entry_version_id = serializers.CharField(allow_null=True)
+    to_entry_version_id = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+
+
+class MemoryRevisionSchema(serializers.Serializer):
+    memory_ref = ArtifactRefSchema()
+    changes = MemoryChangeSchema(many=True)
+
+
+class MemoryChangesOutput(serializers.Serializer):
+    memory = ArtifactRefSchema(allow_null=True)
+    revisions = MemoryRevisionSchema(many=True)
+    next_since = serializers.IntegerField(allow_null=True)

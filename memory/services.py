@@ -1,0 +1,294 @@
+"""Writes to a scope's Memory. Every write is one transaction that
+
+1. reads the head revision R (checking ``expected_revision`` first, when given),
+2. decides what changes (or that nothing does: an identical remember is a no-op),
+3. moves the head R -> R+1 by compare-and-swap,
+4. writes the new immutable entry versions, closes and opens manifest rows for the
+   changed entries only, updates the derived active-entry projection (the full-text
+   index follows it in the same transaction), and appends revision R+1 to the hash
+   chain with its list of changes.
+
+A writer that loses the compare-and-swap retries from a fresh read when the caller did
+not pin a revision, so concurrent writers in one scope never lose or duplicate a write.
+"""
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from memory.models import ManifestState, MemoryActiveEntry, MemoryEntryVersion, MemoryManifestRow
+from memory.selectors import entry_payload, resolve_citation
+from memory.values import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Citation,
+    kind_text_hash,
+    memory_ref,
+    normalize_kind,
+    normalize_text,
+    scope_token,
+)
+from powercontext import analyzer
+from powercontext.artifacts import (
+    HeadMoved,
+    canonical_json,
+    head_advance,
+    head_revision,
+    revision_append,
+    tagged_sha256,
+)
+from powercontext.exceptions import MemoryEntryInactive, RevisionConflict
+
+_ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
+# Enough for heavy contention on one scope; each retry starts from a fresh read.
+_MAX_ATTEMPTS = 50
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """``memory`` is the head after the call; ``entry`` is None for a no-op."""
+
+    memory: dict[str, Any]
+    entry: dict[str, Any] | None
+
+    def as_payload(self) -> dict[str, Any]:
+        return {"memory": self.memory, "entry": self.entry}
+
+
+@dataclass(frozen=True)
+class _Change:
+    op: str
+    entry_id: str
+    kind: str = ""
+    text: str = ""
+    from_version: MemoryEntryVersion | None = None
+    reason: str | None = None
+
+
+def content_hash(*, kind: str, text: str, source_refs: list, artifact_refs: list) -> str:
+    canonical = canonical_json(
+        {"kind": kind, "text": text, "source_refs": source_refs, "artifact_refs": artifact_refs}
+    )
+    return tagged_sha256(_ENTRY_DOMAIN, canonical)
+
+
+def memory_remember(
+    *,
+    scope_id: str,
+    kind: str,
+    text: str,
+    reason: str | None = None,
+    expected_revision: int | None = None,
+) -> WriteResult:
+    """Remember ``text`` as a new entry, unless an active entry already says exactly it.
+
+    Raises RevisionConflict when ``expected_revision`` is not the head.
+    """
+    kind, text = normalize_kind(kind), normalize_text(text)
+    key = kind_text_hash(kind, text)
+
+    def plan(head: int) -> _Change | None:
+        duplicate = MemoryActiveEntry.objects.filter(scope_id=scope_id, kind_text_hash=key)
+        if duplicate.exists():
+            return None
+        entry_id = "mem_ent_" + uuid.uuid4().hex
+        return _Change("add", entry_id, kind=kind, text=text, reason=reason)
+
+    return _write(scope_id=scope_id, plan=plan, expected_revision=expected_revision)
+
+
+def memory_entry_revise(
+    *, scope_id: str, citation: Citation, kind: str, text: str, reason: str | None = None
+) -> WriteResult:
+    """Write a new version of the cited entry. The citation must name its latest version
+    (RevisionConflict otherwise) and the entry must be active (MemoryEntryInactive).
+    Identical kind and text is a no-op."""
+    kind, text = normalize_kind(kind), normalize_text(text)
+
+    def plan(head: int) -> _Change | None:
+        current = _current_version(scope_id, citation)
+        if current.state != ManifestState.ACTIVE:
+            raise MemoryEntryInactive()
+        version = current.entry_version
+        if version.kind == kind and version.text == text:
+            return None
+        return _Change(
+            "revise", citation.entry_id, kind=kind, text=text, from_version=version, reason=reason
+        )
+
+    return _write(scope_id=scope_id, plan=plan)
+
+
+def memory_entry_retire(
+    *, scope_id: str, citation: Citation, reason: str | None = None
+) -> WriteResult:
+    """Retire the cited entry (latest version only; a retired entry is MemoryEntryInactive)."""
+
+    def plan(head: int) -> _Change | None:
+        current = _current_version(scope_id, citation)
+        if current.state != ManifestState.ACTIVE:
+            raise MemoryEntryInactive()
+        return _Change("retire", citation.entry_id, from_version=current.entry_version, reason=reason)
+
+    return _write(scope_id=scope_id, plan=plan)
+
+
+def memory_entry_reactivate(
+    *, scope_id: str, citation: Citation, reason: str | None = None
+) -> WriteResult:
+    """Make a retired entry active again, at the version it was retired with.
+
+    Reactivating an entry that is already active is a no-op.
+    """
+
+    def plan(head: int) -> _Change | None:
+        current = _current_version(scope_id, citation)
+        if current.state == ManifestState.ACTIVE:
+            return None
+        return _Change(
+            "reactivate", citation.entry_id, from_version=current.entry_version, reason=reason
+        )
+
+    return _write(scope_id=scope_id, plan=plan)
+
+
+def _current_version(scope_id: str, citation: Citation) -> MemoryManifestRow:
+    """The entry's open manifest row, after checking the citation resolves and is current."""
+    resolve_citation(scope_id=scope_id, citation=citation)
+    current = (
+        MemoryManifestRow.objects.select_related("entry_version")
+        .filter(scope_id=scope_id, entry_id=citation.entry_id, valid_to__isnull=True)
+        .get()
+    )
+    if current.entry_version_id != citation.entry_version_id:
+        raise RevisionConflict("The citation names a superseded version of this entry.")
+    return current
+
+
+def _write(
+    *,
+    scope_id: str,
+    plan: Callable[[int], _Change | None],
+    expected_revision: int | None = None,
+) -> WriteResult:
+    # Only a lost race is retried, and only when the caller did not pin a revision; a
+    # conflict the caller asked for (a pinned revision, a stale citation) is theirs.
+    attempts = 1 if expected_revision is not None else _MAX_ATTEMPTS
+    for attempt in range(attempts):
+        try:
+            with transaction.atomic():
+                return _write_once(scope_id, plan, expected_revision)
+        except (HeadMoved, IntegrityError) as error:
+            if attempt == attempts - 1:
+                raise RevisionConflict() from error
+    raise AssertionError("unreachable")
+
+
+def _write_once(
+    scope_id: str, plan: Callable[[int], _Change | None], expected_revision: int | None
+) -> WriteResult:
+    head = head_revision(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
+    if expected_revision is not None and expected_revision != head:
+        raise RevisionConflict("expected_revision is not the current head.", details=None)
+    change = plan(head)
+    if change is None:
+        return WriteResult(memory=memory_ref(head), entry=None)
+    revision = head_advance(
+        scope_id=scope_id,
+        family=MEMORY_FAMILY,
+        artifact_id=MEMORY_ARTIFACT_ID,
+        expected_revision=head,
+    )
+    version, row, record = _apply(scope_id, revision, change)
+    revision_append(
+        scope_id=scope_id,
+        family=MEMORY_FAMILY,
+        artifact_id=MEMORY_ARTIFACT_ID,
+        revision=revision,
+        content={"changes": [record]},
+    )
+    return WriteResult(
+        memory=memory_ref(revision), entry=entry_payload(revision, version, row.state)
+    )
+
+
+def _apply(
+    scope_id: str, revision: int, change: _Change
+) -> tuple[MemoryEntryVersion, MemoryManifestRow, dict[str, Any]]:
+    previous = change.from_version
+    if change.op in ("add", "revise"):
+        version = MemoryEntryVersion.objects.create(
+            entry_version_id="mem_ver_" + uuid.uuid4().hex,
+            scope_id=scope_id,
+            entry_id=change.entry_id,
+            version=previous.version + 1 if previous else 1,
+            previous_version_id=previous.entry_version_id if previous else None,
+            kind=change.kind,
+            text=change.text,
+            source_refs="[]",
+            artifact_refs="[]",
+            content_hash=content_hash(
+                kind=change.kind, text=change.text, source_refs=[], artifact_refs=[]
+            ),
+            created_in_revision=revision,
+        )
+    else:
+        assert previous is not None
+        version = previous
+
+    if previous is not None:
+        closed = MemoryManifestRow.objects.filter(
+            scope_id=scope_id, entry_id=change.entry_id, valid_to__isnull=True
+        ).update(valid_to=revision)
+        if closed != 1:
+            raise HeadMoved()
+    state = ManifestState.INACTIVE if change.op == "retire" else ManifestState.ACTIVE
+    row = MemoryManifestRow.objects.create(
+        scope_id=scope_id,
+        entry_id=change.entry_id,
+        entry_version=version,
+        state=state,
+        valid_from=revision,
+    )
+    projection_sync(version, state)
+
+    record = {
+        "op": change.op,
+        "entry_id": change.entry_id,
+        "from_entry_version_id": None,
+        "to_entry_version_id": None,
+        "reason": change.reason,
+    }
+    # "from" is the version leaving the active set, "to" the one entering it.
+    if change.op in ("revise", "retire"):
+        record["from_entry_version_id"] = previous.entry_version_id
+    if change.op != "retire":
+        record["to_entry_version_id"] = version.entry_version_id
+    return version, row, record
+
+
+def projection_sync(version: MemoryEntryVersion, state: str) -> None:
+    """Make the active-entry projection agree with the entry's new manifest row."""
+    existing = MemoryActiveEntry.objects.filter(
+        scope_id=version.scope_id, entry_id=version.entry_id
+    )
+    if state != ManifestState.ACTIVE:
+        existing.delete()
+        return
+    values = projection_values(version)
+    if not existing.update(**values):
+        MemoryActiveEntry.objects.create(
+            scope_id=version.scope_id, entry_id=version.entry_id, **values
+        )
+
+
+def projection_values(version: MemoryEntryVersion) -> dict[str, Any]:
+    return {
+        "entry_version": version,
+        "kind_text_hash": kind_text_hash(version.kind, version.text),
+        "scope_token": scope_token(version.scope_id),
+        "searchable_text": analyzer.searchable_text(version.text),
+    }

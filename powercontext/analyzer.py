@@ -1,0 +1,79 @@
+"""The text analyzer shared by every search backend, on write and on query.
+
+Unicode NFC, casefold; runs of letters, digits, combining marks and ``_`` are terms;
+CJK characters (which are not separated by spaces) become unigram and bigram tokens.
+The output is plain space-separated tokens, so SQLite FTS5 (unicode61) and OceanBase
+(``PARSER SPACE``) split it identically and the same text gives the same tokens on both.
+Pure: no Django, no I/O.
+"""
+
+import unicodedata
+from collections.abc import Iterator
+
+# Longer runs (hashes, base64, minified code) are cut so an index never holds
+# pathological tokens; the same cut applies to queries, so matching is unaffected.
+MAX_TOKEN_CHARS = 64
+
+_CJK_RANGES = (
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3100, 0x312F),  # Bopomofo
+    (0x3400, 0x4DBF),  # CJK Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0x20000, 0x323AF),  # CJK Extensions B..H
+)
+
+
+def _is_cjk(char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
+
+
+def _is_term_char(char: str) -> bool:
+    return char == "_" or unicodedata.category(char)[0] in "LNM"
+
+
+def _runs(text: str) -> Iterator[tuple[str, bool]]:
+    """Yield maximal runs of term characters, each flagged CJK or not."""
+    run: list[str] = []
+    run_is_cjk = False
+    for char in text:
+        if not _is_term_char(char):
+            if run:
+                yield "".join(run), run_is_cjk
+                run = []
+            continue
+        char_is_cjk = _is_cjk(char)
+        if run and char_is_cjk != run_is_cjk:
+            yield "".join(run), run_is_cjk
+            run = []
+        run.append(char)
+        run_is_cjk = char_is_cjk
+    if run:
+        yield "".join(run), run_is_cjk
+
+
+def tokens(text: str) -> list[str]:
+    """All tokens of ``text`` in order, repeats kept (term frequency matters)."""
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+    result: list[str] = []
+    for run, is_cjk in _runs(folded):
+        if not is_cjk:
+            result.append(run[:MAX_TOKEN_CHARS])
+            continue
+        for index, char in enumerate(run):
+            result.append(char)
+            if index + 1 < len(run):
+                result.append(run[index : index + 2])
+    return result
+
+
+def searchable_text(text: str) -> str:
+    """What a full-text index stores for ``text``."""
+    return " ".join(tokens(text))
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct tokens of a query, in order of first appearance."""
+    return list(dict.fromkeys(tokens(text)))

@@ -1,0 +1,113 @@
+"""The one error shape (DESIGN.md §4): ``{"error": {"code", "message", "details"}}``.
+
+DRF exceptions and the domain errors of ``powercontext.exceptions`` are both mapped here.
+Anything unexpected becomes a 500 ``internal_error`` whose body says nothing about the
+request; the log records the exception type and where it happened, not its message
+(which could quote user data).
+"""
+
+import logging
+import traceback
+from typing import Any
+
+from django.http import JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from powercontext.exceptions import PowerContextError
+
+logger = logging.getLogger("powercontext.errors")
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def flatten_errors(detail: Any, prefix: str = "") -> list[dict[str, str]]:
+    """DRF's nested error detail as ``[{field: "a.b.0.c", message}]``."""
+    if isinstance(detail, dict):
+        errors = []
+        for key, value in detail.items():
+            if key in ("non_field_errors", "__all__"):
+                errors.extend(flatten_errors(value, prefix or "body"))
+            else:
+                errors.extend(flatten_errors(value, f"{prefix}.{key}" if prefix else str(key)))
+        return errors
+    if isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            return [{"field": prefix or "body", "message": str(item)} for item in detail]
+        errors = []
+        for index, item in enumerate(detail):
+            errors.extend(flatten_errors(item, f"{prefix}.{index}" if prefix else str(index)))
+        return errors
+    return [{"field": prefix or "body", "message": str(detail)}]
+
+
+_DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
+    (drf.NotAuthenticated, 401, "unauthorized"),
+    (drf.AuthenticationFailed, 401, "unauthorized"),
+    (drf.PermissionDenied, 403, "permission_denied"),
+    (drf.NotFound, 404, "not_found"),
+    (drf.MethodNotAllowed, 405, "method_not_allowed"),
+    (drf.UnsupportedMediaType, 415, "unsupported_media_type"),
+    (drf.NotAcceptable, 406, "not_acceptable"),
+    (drf.Throttled, 429, "throttled"),
+]
+
+
+def _unauthorized() -> Response:
+    response = Response(
+        error_body("unauthorized", "A valid bearer token is required."), status=401
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="powercontext"'
+    return response
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if isinstance(exc, PowerContextError):
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
+    if isinstance(exc, drf.ValidationError):
+        return Response(
+            error_body(
+                "invalid_request",
+                "The request is invalid.",
+                {"errors": flatten_errors(exc.detail)},
+            ),
+            status=422,
+        )
+    if isinstance(exc, drf.ParseError):
+        return Response(
+            error_body(
+                "invalid_request",
+                "The request body is not valid JSON.",
+                {"errors": [{"field": "body", "message": str(exc.detail)}]},
+            ),
+            status=422,
+        )
+    for exc_type, status, code in _DRF_CODES:
+        if isinstance(exc, exc_type):
+            if status == 401:
+                return _unauthorized()
+            return Response(error_body(code, str(exc.detail)), status=status)
+    if isinstance(exc, drf.APIException):
+        return Response(error_body("invalid_request", str(exc.detail)), status=exc.status_code)
+    log_internal_error(exc)
+    return Response(error_body("internal_error", "Internal error."), status=500)
+
+
+def log_internal_error(exc: BaseException) -> None:
+    """Log where an unexpected error happened without its message or locals."""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error("internal error %s\n%s", type(exc).__name__, frames)
+
+
+def json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status, json_dumps_params={"ensure_ascii": False})
+
+
+def not_found_view(request, exception=None) -> JsonResponse:
+    return json_error(404, "not_found", "No such route.")
+
+
+def server_error_view(request) -> JsonResponse:
+    return json_error(500, "internal_error", "Internal error.")

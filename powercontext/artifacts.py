@@ -1,0 +1,115 @@
+"""Kernel operations on the generic Artifact store: canonical JSON, the revision hash
+chain, appending revisions and moving heads by compare-and-swap.
+
+Callers own the transaction: every function here must run inside ``transaction.atomic``
+together with the family rows it describes.
+"""
+
+import hashlib
+import json
+from typing import Any
+
+import rfc8785
+
+from powercontext.exceptions import RevisionConflict
+from powercontext.models import ArtifactHead, ArtifactRevision
+
+GENESIS_HASH = "0" * 64
+_REVISION_DOMAIN = b"powercontext.artifact-revision.v1\x00"
+
+
+class HeadMoved(RevisionConflict):
+    """The head was not at the expected revision: another writer got there first."""
+
+
+def canonical_json(value: Any) -> str:
+    """RFC 8785 (JCS) canonical JSON, as text."""
+    return rfc8785.dumps(value).decode("utf-8")
+
+
+def tagged_sha256(domain: bytes, canonical: str) -> str:
+    return hashlib.sha256(domain + canonical.encode("utf-8")).hexdigest()
+
+
+def chain_hash(previous_hash: str, content: str) -> str:
+    """The hash of a revision: over the previous revision's hash and its own content."""
+    payload = _REVISION_DOMAIN + previous_hash.encode("ascii") + b"\x00" + content.encode("utf-8")
+    return hashlib.sha256(payload).hexdigest()
+
+
+def revision_append(
+    *, scope_id: str, family: str, artifact_id: str, revision: int, content: dict[str, Any]
+) -> ArtifactRevision:
+    """Write revision ``revision`` of an artifact, chained to ``revision - 1``.
+
+    The unique constraint on (scope, family, artifact, revision) makes a second writer of
+    the same revision fail, so the chain can never fork.
+    """
+    if revision == 1:
+        previous_hash = GENESIS_HASH
+    else:
+        previous_hash = (
+            ArtifactRevision.objects.filter(
+                scope_id=scope_id, family=family, artifact_id=artifact_id, revision=revision - 1
+            )
+            .values_list("revision_hash", flat=True)
+            .get()
+        )
+    text = canonical_json(content)
+    return ArtifactRevision.objects.create(
+        scope_id=scope_id,
+        family=family,
+        artifact_id=artifact_id,
+        revision=revision,
+        content=text,
+        previous_hash=previous_hash,
+        revision_hash=chain_hash(previous_hash, text),
+    )
+
+
+def head_revision(*, scope_id: str, family: str, artifact_id: str) -> int:
+    """The current head revision, 0 when the artifact does not exist yet."""
+    revision = (
+        ArtifactHead.objects.filter(scope_id=scope_id, family=family, artifact_id=artifact_id)
+        .values_list("revision", flat=True)
+        .first()
+    )
+    return revision or 0
+
+
+def head_advance(
+    *,
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    expected_revision: int,
+    searchable_text: str | None = None,
+) -> int:
+    """Move the head from ``expected_revision`` to the next one, or raise RevisionConflict.
+
+    A conditional UPDATE (or, for a new artifact, an INSERT guarded by the unique
+    constraint) so that of two writers that read the same head, exactly one moves it.
+    Doing this first in a write transaction also takes the head's row lock early on
+    databases that lock rows, so concurrent writers queue instead of deadlocking.
+    """
+    new_revision = expected_revision + 1
+    fields: dict[str, Any] = {"revision": new_revision}
+    if searchable_text is not None:
+        fields["searchable_text"] = searchable_text
+    if expected_revision == 0:
+        _, created = ArtifactHead.objects.get_or_create(
+            scope_id=scope_id, family=family, artifact_id=artifact_id, defaults=fields
+        )
+        if not created:
+            raise HeadMoved()
+        return new_revision
+    moved = ArtifactHead.objects.filter(
+        scope_id=scope_id, family=family, artifact_id=artifact_id, revision=expected_revision
+    ).update(**fields)
+    if moved != 1:
+        raise HeadMoved()
+    return new_revision
+
+
+def revision_content(revision: ArtifactRevision) -> dict[str, Any]:
+    return json.loads(revision.content)

@@ -1,0 +1,73 @@
+"""Domain errors. Services raise these; the API maps them to the documented error shape
+(``powercontext.api.errors``) and the admin to messages. Messages never carry user data.
+"""
+
+from typing import Any, ClassVar
+
+
+class PowerContextError(Exception):
+    code: ClassVar[str] = "internal_error"
+    status: ClassVar[int] = 500
+    default_message: ClassVar[str] = "Internal error."
+
+    def __init__(self, message: str | None = None, *, details: dict[str, Any] | None = None):
+        self.message = message or self.default_message
+        self.details = details
+        super().__init__(self.message)
+
+
+class InvalidRequest(PowerContextError):
+    code, status, default_message = "invalid_request", 422, "The request is invalid."
+
+    def __init__(self, field: str, message: str):
+        super().__init__(details={"errors": [{"field": field, "message": message}]})
+
+
+class CapabilityNotSupported(PowerContextError):
+    code, status = "capability_not_supported", 422
+    default_message = "This capability is not supported by this server."
+
+
+class PermissionDenied(PowerContextError):
+    code, status = "permission_denied", 403
+    default_message = "You do not have permission to perform this operation."
+
+
+class ArtifactNotFound(PowerContextError):
+    code, status, default_message = "artifact_not_found", 404, "Artifact or revision not found."
+
+
+class MemoryNotFound(PowerContextError):
+    code, status, default_message = "memory_not_found", 404, "Memory entry version not found."
+
+
+class CandidateNotFound(PowerContextError):
+    code, status, default_message = "candidate_not_found", 404, "Candidate not found."
+
+
+class SourceConflict(PowerContextError):
+    code, status = "source_conflict", 409
+    default_message = "A different payload was already captured under this source id."
+
+
+class RevisionConflict(PowerContextError):
+    code, status = "revision_conflict", 409
+    default_message = "The artifact has moved on; re-read it and retry."
+
+
+class MemoryEntryInactive(PowerContextError):
+    code, status, default_message = "memory_entry_inactive", 409, "The memory entry is retired."
+
+
+class CandidateConflict(PowerContextError):
+    code, status = "candidate_conflict", 409
+    default_message = "The candidate has a newer version; re-read it and retry."
+
+
+class CandidateTerminal(PowerContextError):
+    code, status = "candidate_terminal", 409
+    default_message = "The candidate has already been decided."
+
+
+class RuntimeNotReady(PowerContextError):
+    code, status, default_message = "runtime_not_ready", 503, "The server is not ready."

@@ -1,0 +1,69 @@
+"""Request plumbing: request ids, a privacy-safe access log, and the body size limit."""
+
+import logging
+import re
+import time
+import uuid
+
+from django.conf import settings
+
+from powercontext.api.errors import json_error
+
+REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+access_log = logging.getLogger("powercontext.access")
+
+
+class RequestIdMiddleware:
+    """Every response carries ``X-PowerContext-Request-ID``: the caller's own id when it
+    sent a well-formed one (so logs line up across processes), else a new one."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.headers.get(REQUEST_ID_HEADER, "")
+        request_id = incoming if _SAFE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+        request.request_id = request_id
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        return response
+
+
+class AccessLogMiddleware:
+    """One line per request: method, route pattern, status, latency. Never the path's
+    values, the query string or a body (they can hold scopes, prompts and memories)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        route = "/" + match.route if match is not None and match.route else "<unmatched>"
+        access_log.info(
+            "%s %s %s %.1fms",
+            request.method,
+            route,
+            response.status_code,
+            (time.perf_counter() - started) * 1000,
+        )
+        return response
+
+
+class BodySizeLimitMiddleware:
+    """413 ``payload_too_large`` before a body over the limit is read at all."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > settings.POWERCONTEXT_MAX_BODY_BYTES:
+            return json_error(413, "payload_too_large", "The request body is too large.")
+        return self.get_response(request)

@@ -1,0 +1,83 @@
+"""The generic Artifact kernel: immutable revisions and compare-and-swap heads.
+
+Every family (Memory, Experience, ...) stores its history here. A revision row is
+written once and never updated or deleted; the head names the current revision and is
+moved only by a conditional UPDATE on the revision it expects (see
+``powercontext.artifacts.head_advance``), so a lost race is a conflict, never an
+overwrite.
+"""
+
+from django.db import models
+
+from powercontext.fields import IdentityField
+
+
+class ArtifactRevision(models.Model):
+    scope_id = IdentityField(max_length=256)
+    family = IdentityField(max_length=32)
+    artifact_id = IdentityField(max_length=64)
+    revision = models.PositiveIntegerField()
+    # Canonical JSON (RFC 8785) of the revision's content, stored as text so the bytes
+    # that were hashed are the bytes that are kept.
+    content = models.TextField()
+    previous_hash = models.CharField(max_length=64)
+    revision_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "family", "artifact_id", "revision"],
+                name="artifact_revision_unique",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(revision__gte=1), name="artifact_revision_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family}/{self.artifact_id}@{self.revision} ({self.scope_id})"
+
+
+class ArtifactHead(models.Model):
+    scope_id = IdentityField(max_length=256)
+    family = IdentityField(max_length=32)
+    artifact_id = IdentityField(max_length=64)
+    revision = models.PositiveIntegerField()
+    # What full-text search sees for families that are searched by head (Experience).
+    # Analyzer output, derived from the head revision and rebuildable.
+    searchable_text = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "family", "artifact_id"], name="artifact_head_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family}/{self.artifact_id} -> {self.revision} ({self.scope_id})"
+
+
+class SourceRecord(models.Model):
+    """A captured source (a prompt): idempotent by id, journalled by position."""
+
+    scope_id = IdentityField(max_length=256)
+    source_type = IdentityField(max_length=32)
+    source_id = IdentityField(max_length=256)
+    position = models.PositiveBigIntegerField()
+    payload = models.TextField()
+    payload_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "source_type", "source_id"], name="source_identity_unique"
+            ),
+            models.UniqueConstraint(fields=["scope_id", "position"], name="source_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_type}:{self.source_id} #{self.position} ({self.scope_id})"

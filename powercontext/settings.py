@@ -1,0 +1,145 @@
+"""Settings for PowerContext.
+
+Everything a deployment changes comes from the environment:
+
+- ``POWERCONTEXT_HOME``: the data directory (default: the per-user data directory).
+  The SQLite database and the generated secret key live there.
+- ``POWERCONTEXT_DATABASE_URL``: overrides the database (``sqlite:///path``,
+  ``oceanbase://user:pass@host:2881/db``, ``oceanbase://root@localhost/db?unix_socket=...``).
+- ``POWERCONTEXT_API_TOKEN``: the agents' bearer token. Unset, the server serves
+  loopback only.
+- ``POWERCONTEXT_SECRET_KEY``: Django's secret key; generated once and kept in the
+  data directory when unset.
+"""
+
+import os
+from pathlib import Path
+
+from powercontext.config import data_home, database_config, secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+POWERCONTEXT_HOME = data_home()
+SECRET_KEY = secret_key(POWERCONTEXT_HOME)
+POWERCONTEXT_API_TOKEN = os.environ.get("POWERCONTEXT_API_TOKEN") or None
+# Request bodies larger than this are refused with 413 before they are parsed.
+# 4 MiB: a 200,000-character source whose characters all need JSON escapes still fits.
+POWERCONTEXT_MAX_BODY_BYTES = int(os.environ.get("POWERCONTEXT_MAX_BODY_BYTES", 4 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = POWERCONTEXT_MAX_BODY_BYTES
+
+DEBUG = os.environ.get("POWERCONTEXT_DEBUG") == "1"
+# The bind address is policed by `manage.py serve`; Host headers are not a security
+# boundary for a server that only agents on this machine (or behind a proxy) reach.
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "powercontext",
+    "memory",
+    "experience",
+    "contextpack",
+]
+
+MIDDLEWARE = [
+    "powercontext.middleware.RequestIdMiddleware",
+    "powercontext.middleware.AccessLogMiddleware",
+    "powercontext.middleware.BodySizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "powercontext.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "powercontext.wsgi.application"
+
+DATABASES = {"default": database_config(POWERCONTEXT_HOME)}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = POWERCONTEXT_HOME / "static"
+# The admin's assets are served by WhiteNoise straight from the installed apps, so a
+# fresh install needs no collectstatic step before `serve`.
+WHITENOISE_USE_FINDERS = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_PARSER_CLASSES": ["powercontext.api.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["powercontext.api.renderers.CompactJSONRenderer"],
+    "EXCEPTION_HANDLER": "powercontext.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "PowerContext API",
+    "DESCRIPTION": (
+        "Long-term, auditable memory for coding agents: versioned Memory entries with "
+        "exact citations, approved Experience, and Context Packs."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/v1",
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "bearerAuth": {"type": "http", "scheme": "bearer"},
+        }
+    },
+    "SECURITY": [{"bearerAuth": []}],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        # Django's own request logger would print paths and, on errors, request
+        # details; our access log records method, route, status and latency only.
+        "django.request": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        "django.server": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        "powercontext": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}

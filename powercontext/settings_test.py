@@ -1,0 +1,20 @@
+"""Settings for the test suite: the real settings, on a throwaway data directory.
+
+pytest-django reads settings before any conftest runs, so what must be decided before
+Django starts (where data lives, which database the suite targets) is decided here.
+``POWERCONTEXT_TEST_DATABASE=oceanbase`` runs the suite on OceanBase: an external one
+given by ``POWERCONTEXT_TEST_OCEANBASE_URL``, else an embedded seekdb started for the
+session.
+"""
+
+import os
+import tempfile
+
+os.environ.setdefault("POWERCONTEXT_HOME", tempfile.mkdtemp(prefix="powercontext-test-"))
+
+if os.environ.get("POWERCONTEXT_TEST_DATABASE") == "oceanbase":
+    from tests.oceanbase.session import oceanbase_url
+
+    os.environ["POWERCONTEXT_DATABASE_URL"] = oceanbase_url()
+
+from powercontext.settings import *  # noqa: E402, F403

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from powercontext.api import system
+
+v1 = [
+    path("capabilities", system.CapabilitiesView.as_view()),
+    path("sources/content", system.SourceContentView.as_view()),
+    path("", include("memory.urls")),
+]
+
+urlpatterns = [
+    path("health/live", system.HealthLiveView.as_view()),
+    path("health/ready", system.HealthReadyView.as_view()),
+    path("v1/", include(v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("admin/", admin.site.urls),
+]
+
+handler404 = "powercontext.api.errors.not_found_view"
+handler500 = "powercontext.api.errors.server_error_view"

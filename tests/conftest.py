@@ -1,0 +1,55 @@
+"""Shared fixtures: a JSON API client and small factories."""
+
+import json
+
+import pytest
+
+
+class ApiClient:
+    """Posts JSON to the API through Django's test client and decodes the answer."""
+
+    def __init__(self, client, token=None):
+        self.client = client
+        self.token = token
+
+    def _headers(self, headers):
+        merged = {}
+        if self.token:
+            merged["HTTP_AUTHORIZATION"] = f"Bearer {self.token}"
+        merged.update(headers or {})
+        return merged
+
+    def post(self, path, body=None, *, raw=None, content_type="application/json", headers=None):
+        data = raw if raw is not None else json.dumps(body if body is not None else {})
+        return self.client.post(path, data=data, content_type=content_type, **self._headers(headers))
+
+    def get(self, path, headers=None):
+        return self.client.get(path, **self._headers(headers))
+
+    def ok(self, path, body, status=200):
+        response = self.post(path, body)
+        assert response.status_code == status, response.content
+        return response.json()
+
+
+@pytest.fixture
+def api(client):
+    return ApiClient(client)
+
+
+@pytest.fixture
+def remember(api):
+    def _remember(text, scope_id="scope-a", kind="note", **extra):
+        return api.ok(
+            "/v1/memory/remember", {"scope_id": scope_id, "kind": kind, "text": text, **extra}
+        )
+
+    return _remember
+
+
+def error_code(response):
+    return response.json()["error"]["code"]
+
+
+def error_fields(response):
+    return [error["field"] for error in response.json()["error"]["details"]["errors"]]
