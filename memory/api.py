@@ -19,6 +19,7 @@ from memory.serializers import (
     MemoryWriteOutput,
 )
 from memory.values import Citation
+from powercontext.api.schema import responses
 from powercontext.api.views import ApiView
 
 TAGS = ["memory"]
@@ -29,7 +30,7 @@ class MemoryRememberView(ApiView):
         operation_id="remember_memory",
         tags=TAGS,
         request=MemoryRememberInput,
-        responses={200: MemoryWriteOutput},
+        responses=responses({200: MemoryWriteOutput}, 409),
         description="Remember a new entry. An identical active entry makes this a no-op "
         "(`entry: null`, no new revision).",
     )
@@ -50,7 +51,7 @@ class MemorySearchView(ApiView):
         operation_id="search_memory",
         tags=TAGS,
         request=MemorySearchInput,
-        responses={200: MemorySearchOutput},
+        responses=responses({200: MemorySearchOutput}),
         description="Full-text search of the active entries at the head. `vector` and "
         "`hybrid` answer 422 `capability_not_supported`.",
     )
@@ -71,7 +72,7 @@ class MemoryEntriesListView(ApiView):
         operation_id="list_memory_entries",
         tags=TAGS,
         request=MemoryEntriesListInput,
-        responses={200: MemoryEntriesListOutput},
+        responses=responses({200: MemoryEntriesListOutput}),
     )
     def post(self, request):
         data = self.validated(MemoryEntriesListInput)
@@ -90,7 +91,7 @@ class MemoryEntryGetView(ApiView):
         operation_id="get_memory_entry",
         tags=TAGS,
         request=MemoryEntryGetInput,
-        responses={200: MemoryEntrySchema},
+        responses=responses({200: MemoryEntrySchema}, 404),
         description="The exact entry version the citation names, with its state in the "
         "cited revision, even after the entry was revised or retired.",
     )
@@ -108,7 +109,7 @@ class MemoryEntryReviseView(ApiView):
         operation_id="revise_memory_entry",
         tags=TAGS,
         request=MemoryEntryReviseInput,
-        responses={200: MemoryWriteOutput},
+        responses=responses({200: MemoryWriteOutput}, 404, 409),
     )
     def post(self, request):
         data = self.validated(MemoryEntryReviseInput)
@@ -127,7 +128,7 @@ class MemoryEntryRetireView(ApiView):
         operation_id="retire_memory_entry",
         tags=TAGS,
         request=MemoryEntryStateInput,
-        responses={200: MemoryWriteOutput},
+        responses=responses({200: MemoryWriteOutput}, 404, 409),
     )
     def post(self, request):
         data = self.validated(MemoryEntryStateInput)
@@ -144,7 +145,7 @@ class MemoryEntryReactivateView(ApiView):
         operation_id="reactivate_memory_entry",
         tags=TAGS,
         request=MemoryEntryStateInput,
-        responses={200: MemoryWriteOutput},
+        responses=responses({200: MemoryWriteOutput}, 404, 409),
     )
     def post(self, request):
         data = self.validated(MemoryEntryStateInput)
@@ -161,7 +162,7 @@ class MemoryChangesView(ApiView):
         operation_id="memory_changes",
         tags=TAGS,
         request=MemoryChangesInput,
-        responses={200: MemoryChangesOutput},
+        responses=responses({200: MemoryChangesOutput}),
     )
     def post(self, request):
         data = self.validated(MemoryChangesInput)

@@ -45,7 +45,7 @@ class ManifestState(models.TextChoices):
 
 
 class MemoryManifestRow(models.Model):
-    """"Entry E was at version V, in state S, from revision A up to (not including) B".
+    """ "Entry E was at version V, in state S, from revision A up to (not including) B".
 
     The manifest of revision R is every row with ``valid_from <= R < valid_to`` (an open
     row, ``valid_to`` NULL, is valid up to the head). A write closes the rows of the

@@ -184,9 +184,7 @@ class MemorySearchHit:
     score: float
 
 
-def memory_search_at(
-    *, scope_id: str, head: int, query: str, limit: int
-) -> list[MemorySearchHit]:
+def memory_search_at(*, scope_id: str, head: int, query: str, limit: int) -> list[MemorySearchHit]:
     """Full-text hits for ``query`` against revision ``head``, best first.
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
@@ -222,12 +220,16 @@ def memory_search_at(
         # Revision 0 names no revision: a hit with no active manifest row at all.
         revision = 0 if row is None else max(row.valid_from, head)
         hits.append(
-            MemorySearchHit(revision, version.entry_id, version.entry_version_id, version.text, hit.score)
+            MemorySearchHit(
+                revision, version.entry_id, version.entry_version_id, version.text, hit.score
+            )
         )
     return hits
 
 
-def memory_search(*, scope_id: str, query: str, limit: int = 10, mode: str = "auto") -> dict[str, Any]:
+def memory_search(
+    *, scope_id: str, query: str, limit: int = 10, mode: str = "auto"
+) -> dict[str, Any]:
     """The search operation: normalised scores (best hit 1.0), ties by entry id."""
     if mode not in SEARCH_MODES:
         raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")

@@ -37,7 +37,7 @@ def kind_field() -> StrictCharField:
 
 
 def reason_field() -> StrictCharField:
-    return StrictCharField(max_length=512, required=False, allow_null=True)
+    return StrictCharField(max_length=512, required=False, allow_null=True, allow_blank=True)
 
 
 class MemoryRememberInput(StrictSerializer):

@@ -131,7 +131,9 @@ def memory_entry_retire(
         current = _current_version(scope_id, citation)
         if current.state != ManifestState.ACTIVE:
             raise MemoryEntryInactive()
-        return _Change("retire", citation.entry_id, from_version=current.entry_version, reason=reason)
+        return _Change(
+            "retire", citation.entry_id, from_version=current.entry_version, reason=reason
+        )
 
     return _write(scope_id=scope_id, plan=plan)
 
@@ -235,9 +237,10 @@ def _apply(
             ),
             created_in_revision=revision,
         )
-    else:
-        assert previous is not None
+    elif previous is not None:
         version = previous
+    else:
+        raise ValueError(f"{change.op} needs the entry's current version")
 
     if previous is not None:
         closed = MemoryManifestRow.objects.filter(

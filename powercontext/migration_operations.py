@@ -4,7 +4,7 @@ from django.db.migrations.operations import RunSQL
 
 
 def engine_of(connection) -> str:
-    """"sqlite", "oceanbase", or the vendor name for anything else."""
+    """ "sqlite", "oceanbase", or the vendor name for anything else."""
     if getattr(connection.features, "is_oceanbase", False):
         return "oceanbase"
     return connection.vendor

@@ -122,12 +122,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1",
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "bearerAuth": {"type": "http", "scheme": "bearer"},
-        }
+    "ENUM_NAME_OVERRIDES": {
+        "SearchModeEnum": ["auto", "fts", "vector", "hybrid"],
+        "MatchedByEnum": ["fts"],
     },
-    "SECURITY": [{"bearerAuth": []}],
 }
 
 LOGGING = {

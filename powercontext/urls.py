@@ -8,6 +8,7 @@ v1 = [
     path("capabilities", system.CapabilitiesView.as_view()),
     path("sources/content", system.SourceContentView.as_view()),
     path("", include("memory.urls")),
+    path("", include("contextpack.urls")),
 ]
 
 urlpatterns = [

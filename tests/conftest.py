@@ -21,7 +21,9 @@ class ApiClient:
 
     def post(self, path, body=None, *, raw=None, content_type="application/json", headers=None):
         data = raw if raw is not None else json.dumps(body if body is not None else {})
-        return self.client.post(path, data=data, content_type=content_type, **self._headers(headers))
+        return self.client.post(
+            path, data=data, content_type=content_type, **self._headers(headers)
+        )
 
     def get(self, path, headers=None):
         return self.client.get(path, **self._headers(headers))

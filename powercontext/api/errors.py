@@ -56,9 +56,7 @@ _DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
 
 
 def _unauthorized() -> Response:
-    response = Response(
-        error_body("unauthorized", "A valid bearer token is required."), status=401
-    )
+    response = Response(error_body("unauthorized", "A valid bearer token is required."), status=401)
     response["WWW-Authenticate"] = 'Bearer realm="powercontext"'
     return response
 
@@ -102,7 +100,9 @@ def log_internal_error(exc: BaseException) -> None:
 
 
 def json_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse(error_body(code, message), status=status, json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(
+        error_body(code, message), status=status, json_dumps_params={"ensure_ascii": False}
+    )
 
 
 def not_found_view(request, exception=None) -> JsonResponse:

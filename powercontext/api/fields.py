@@ -7,6 +7,7 @@ Lengths are in characters (code points) unless a name says bytes.
 
 import unicodedata
 
+from django.core.validators import ProhibitNullCharactersValidator
 from rest_framework import serializers
 
 
@@ -15,9 +16,14 @@ class StrictCharField(serializers.CharField):
 
     def __init__(self, *, non_blank: bool = False, **kwargs):
         kwargs.setdefault("trim_whitespace", False)
-        kwargs.setdefault("allow_blank", True)
         self.non_blank = non_blank
         super().__init__(**kwargs)
+        # NUL is data here (DESIGN.md §4): stored exactly, rendered safely in packs.
+        self.validators = [
+            validator
+            for validator in self.validators
+            if not isinstance(validator, ProhibitNullCharactersValidator)
+        ]
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

@@ -36,9 +36,7 @@ def loads_strict(raw: bytes) -> Any:
     """Parse ``raw`` as strict JSON: valid UTF-8, no NaN/Infinity, no lone surrogates,
     no duplicate keys. Raises ValueError."""
     text = raw.decode("utf-8")
-    value = json.loads(
-        text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates
-    )
+    value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates)
     _check_strings(value)
     return value
 

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from powercontext.api.fields import StrictCharField, StrictSerializer, scope_id_field
+from powercontext.api.schema import responses
 from powercontext.api.views import ApiView
 from powercontext.artifacts import canonical_json
 from powercontext.capabilities import capabilities
@@ -60,7 +61,9 @@ class CapabilitiesOutput(serializers.Serializer):
 
 
 class CapabilitiesView(ApiView):
-    @extend_schema(operation_id="capabilities", tags=["system"], responses={200: CapabilitiesOutput})
+    @extend_schema(
+        operation_id="capabilities", tags=["system"], responses=responses({200: CapabilitiesOutput})
+    )
     def get(self, request):
         return self.respond(capabilities())
 
@@ -97,7 +100,7 @@ class SourceContentView(ApiView):
         operation_id="capture_content_source",
         tags=["sources"],
         request=SourceContentInput,
-        responses={202: SourceContentOutput},
+        responses=responses({202: SourceContentOutput}, 409),
         description="Capture a content source (a prompt). The same id and payload again "
         "answers 202 with the original position; a different payload is 409.",
     )

@@ -12,7 +12,9 @@ def test_remember_then_get_exact_entry(api, remember):
     assert entry["citation"]["memory_ref"]["revision"] == 1
     assert entry["citation"]["entry_id"].startswith("mem_ent_")
     assert entry["state"] == "active"
-    fetched = api.ok("/v1/memory/entries/get", {"scope_id": "scope-a", "citation": entry["citation"]})
+    fetched = api.ok(
+        "/v1/memory/entries/get", {"scope_id": "scope-a", "citation": entry["citation"]}
+    )
     assert fetched == entry
 
 
@@ -21,13 +23,17 @@ def test_search_finds_entry(api, remember):
     remember("The deploy runs on Fridays.")
     result = api.ok("/v1/memory/search", {"scope_id": "scope-a", "query": "persistence"})
     assert result["mode"] == "fts"
-    assert [hit["text"] for hit in result["hits"]] == ["Use pytest-django for the persistence tests."]
+    assert [hit["text"] for hit in result["hits"]] == [
+        "Use pytest-django for the persistence tests."
+    ]
     assert result["hits"][0]["score"] == 1.0
     assert result["hits"][0]["matched_by"] == ["fts"]
 
 
 def test_vector_mode_is_not_supported(api, remember):
     remember("x y z")
-    response = api.post("/v1/memory/search", {"scope_id": "scope-a", "query": "x", "mode": "vector"})
+    response = api.post(
+        "/v1/memory/search", {"scope_id": "scope-a", "query": "x", "mode": "vector"}
+    )
     assert response.status_code == 422
     assert error_code(response) == "capability_not_supported"

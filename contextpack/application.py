@@ -1,0 +1,87 @@
+"""ScopedContextApplication: the one place that turns a prompt into a Context Pack.
+
+It resolves one Memory head, searches exactly that revision (and the approved
+Experience heads) inside one read snapshot, and hands typed hits to the pure builder.
+It writes nothing: no source, no memory, no cursor, no projection.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from contextpack.builder import (
+    EXPERIENCE_WINDOW,
+    MEMORY_WINDOW,
+    ArtifactRef,
+    ExperienceHit,
+    MemoryCitation,
+    MemoryHit,
+    PreparedContext,
+    PreparedContextBuilder,
+)
+from memory.selectors import memory_head, memory_search_at
+from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
+from powercontext.snapshot import read_snapshot
+
+EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
+
+ExperienceSearch = Callable[..., Sequence[ExperienceHit]]
+_experience_search: list[ExperienceSearch] = []
+
+
+def register_experience_search(search: ExperienceSearch) -> None:
+    """Called by the experience app when it is ready:
+    ``search(*, scope_id, query, limit) -> Sequence[ExperienceHit]`` (approved heads only,
+    best first, each citing its exact approved revision). Registration keeps this module
+    free of an import of the experience app, which builds on it."""
+    _experience_search[:] = [search]
+
+
+class ScopedContextApplication:
+    def __init__(self, builder: PreparedContextBuilder | None = None):
+        self.builder = builder or PreparedContextBuilder()
+
+    def prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
+        """The Context Pack for ``query`` in ``scope_id``.
+
+        Empty (one generic answer) when there is nothing relevant or nothing fits.
+        Raises ``contextpack.builder.HeadMismatchError`` if a hit cites a revision other
+        than the one searched; no partial pack is ever returned.
+        """
+        with read_snapshot():
+            head = memory_head(scope_id=scope_id)
+            memory_hits = [
+                MemoryHit(
+                    citation=MemoryCitation(
+                        memory_ref=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, hit.revision),
+                        entry_id=hit.entry_id,
+                        entry_version_id=hit.entry_version_id,
+                    ),
+                    text=hit.text,
+                )
+                for hit in memory_search_at(
+                    scope_id=scope_id, head=head, query=query, limit=MEMORY_WINDOW
+                )
+            ]
+            experience_hits: list[ExperienceHit] = []
+            for search in _experience_search:
+                experience_hits.extend(
+                    search(scope_id=scope_id, query=query, limit=EXPERIENCE_WINDOW)
+                )
+        if not memory_hits and not experience_hits:
+            return EMPTY
+        return self.builder.build(
+            head=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, head),
+            memory_hits=memory_hits,
+            experience_hits=experience_hits,
+            max_bytes=max_bytes,
+        )
+
+
+def public_payload(prepared: PreparedContext) -> dict[str, Any]:
+    """The response body: exactly the four public fields, nothing internal."""
+    return {
+        "schema": prepared.schema,
+        "status": prepared.status,
+        "content": prepared.content,
+        "content_bytes": prepared.content_bytes,
+    }

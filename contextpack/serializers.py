@@ -1,0 +1,22 @@
+from rest_framework import serializers
+
+from contextpack.builder import MAX_MAX_BYTES, MIN_MAX_BYTES, SCHEMA
+from powercontext.api.fields import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    scope_id_field,
+)
+
+
+class PrepareContextInput(StrictSerializer):
+    scope_id = scope_id_field()
+    query = StrictCharField(non_blank=True, min_length=1, max_length=8192)
+    max_bytes = StrictIntegerField(min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, default=8000)
+
+
+class PreparedContextOutput(serializers.Serializer):
+    schema = serializers.ChoiceField(choices=[SCHEMA])
+    status = serializers.ChoiceField(choices=["ready", "empty"])
+    content = serializers.CharField(allow_null=True)
+    content_bytes = serializers.IntegerField(min_value=0, max_value=MAX_MAX_BYTES)

@@ -1,0 +1,5 @@
+from django.urls import path
+
+from contextpack import api
+
+urlpatterns = [path("context/prepare", api.PrepareContextView.as_view())]

@@ -1,0 +1,56 @@
+"""OpenAPI pieces shared by every operation: the bearer scheme and the error shape."""
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+
+class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "powercontext.api.auth.BearerAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer"}
+
+
+class FieldErrorSchema(serializers.Serializer):
+    field = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorDetailsSchema(serializers.Serializer):
+    errors = FieldErrorSchema(many=True, required=False)
+
+
+class ErrorBodySchema(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = ErrorDetailsSchema(allow_null=True)
+
+
+class ErrorResponseSchema(serializers.Serializer):
+    error = ErrorBodySchema()
+
+
+_ERROR_DESCRIPTIONS = {
+    401: "unauthorized: a valid bearer token is required",
+    403: "permission_denied",
+    404: "not found (artifact_not_found, memory_not_found, candidate_not_found)",
+    409: "conflict (revision_conflict, source_conflict, memory_entry_inactive, "
+    "candidate_conflict, candidate_terminal)",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request (details.errors) or capability_not_supported",
+    500: "internal_error",
+}
+
+
+def responses(ok: dict, *errors: int) -> dict:
+    """An operation's responses: ``ok`` plus the error shape for ``errors`` and the
+    errors every ``/v1/`` operation can answer."""
+    result = dict(ok)
+    for status in sorted({401, 413, 415, 422, 500, *errors}):
+        result[status] = OpenApiResponse(
+            ErrorResponseSchema, description=_ERROR_DESCRIPTIONS[status]
+        )
+    return result

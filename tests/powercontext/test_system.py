@@ -1,0 +1,89 @@
+import pytest
+from django.db import connection
+
+from tests.conftest import error_code
+
+pytestmark = pytest.mark.django_db
+
+
+def test_capabilities_tell_what_exists(api):
+    caps = api.get("/v1/capabilities").json()
+    assert caps["source_types"] == ["content"]
+    assert caps["search_modes"] == ["auto", "fts"]
+    assert caps["context_versions"] == ["powercontext.prepared-context.v1"]
+    assert "memory" in caps["artifact_families"]
+    assert caps["memory_extraction"] is False
+    assert caps["experience_generation"] is False
+
+
+def test_health_ready_reports_checks(client):
+    response = client.get("/health/ready")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ready"
+    assert set(body["checks"]) == {"database", "migrations", "fulltext_index"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_health_ready_is_503_when_fulltext_index_is_missing(client):
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE memory_activeentry_fts_vocab")
+    try:
+        response = client.get("/health/ready")
+        assert response.status_code == 503
+        assert response.json()["checks"]["fulltext_index"]["status"] == "failing"
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE VIRTUAL TABLE memory_activeentry_fts_vocab "
+                "USING fts5vocab(memory_activeentry_fts, 'col')"
+            )
+
+
+class TestSources:
+    def body(self, **overrides):
+        return {"scope_id": "s", "source_id": "prompt-1", "content": "hello", **overrides}
+
+    def test_positions_are_gapless_and_idempotent(self, api):
+        first = api.ok("/v1/sources/content", self.body(), status=202)
+        assert first == {
+            "status": "accepted",
+            "source": {"name": "content", "source_id": "prompt-1"},
+            "position": 1,
+        }
+        again = api.ok("/v1/sources/content", self.body(), status=202)
+        assert again == first
+        second = api.ok("/v1/sources/content", self.body(source_id="prompt-2"), status=202)
+        assert second["position"] == 2
+        other_scope = api.ok("/v1/sources/content", self.body(scope_id="t"), status=202)
+        assert other_scope["position"] == 1
+
+    def test_same_id_other_payload_is_a_conflict(self, api):
+        api.ok("/v1/sources/content", self.body(metadata={"agent": "codex"}), status=202)
+        for changed in (self.body(content="other"), self.body(metadata={"agent": "claude"})):
+            response = api.post("/v1/sources/content", changed)
+            assert response.status_code == 409
+            assert error_code(response) == "source_conflict"
+
+    def test_metadata_key_order_does_not_change_the_payload(self, api):
+        api.ok("/v1/sources/content", self.body(metadata={"a": 1, "b": 2}), status=202)
+        api.ok("/v1/sources/content", self.body(metadata={"b": 2, "a": 1}), status=202)
+
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"source_id": ""}, "source_id"),
+            ({"source_id": "x" * 257}, "source_id"),
+            ({"content": ""}, "content"),
+            ({"content": "x" * 200_001}, "content"),
+            ({"metadata": []}, "metadata"),
+            ({"metadata": {"big": "x" * 17_000}}, "metadata"),
+        ],
+    )
+    def test_source_limits(self, api, overrides, field):
+        response = api.post("/v1/sources/content", self.body(**overrides))
+        assert response.status_code == 422
+        assert field in [error["field"] for error in response.json()["error"]["details"]["errors"]]
+
+    def test_largest_content_is_accepted(self, api):
+        api.ok("/v1/sources/content", self.body(content="\x00" * 200_000), status=202)
