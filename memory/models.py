@@ -45,7 +45,8 @@ class ManifestState(models.TextChoices):
 
 
 class MemoryManifestRow(models.Model):
-    """ "Entry E was at version V, in state S, from revision A up to (not including) B".
+    """A manifest row: entry E was at version V, in state S, from revision A up to (not
+    including) revision B.
 
     The manifest of revision R is every row with ``valid_from <= R < valid_to`` (an open
     row, ``valid_to`` NULL, is valid up to the head). A write closes the rows of the
@@ -105,3 +106,28 @@ class MemoryActiveEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entry_id} ({self.scope_id})"
+
+
+class MemoryTermStat(models.Model):
+    """Derived: in how many active entries of a scope each analyzer term occurs.
+
+    Term selection (``powercontext.search.policy``) weighs query terms by how rare they
+    are in the scope. Keeping the counts here, beside the projection and in the same
+    transaction, gives every backend the same exact per-scope statistics with one
+    indexed lookup per query (FTS5's vocabulary tables are global across scopes and
+    OceanBase exposes none). The row for the empty term counts the scope's documents.
+    """
+
+    DOCUMENTS_TERM = ""
+
+    scope_id = IdentityField(max_length=256)
+    term = IdentityField(max_length=64, blank=True)
+    documents = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope_id", "term"], name="memory_term_stat_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term!r}: {self.documents} ({self.scope_id})"

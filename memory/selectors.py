@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Q
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
+from memory.term_stats import term_frequencies
 from memory.values import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -27,6 +28,7 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactRevision
 from powercontext.search import search_backend
+from powercontext.search.policy import select_terms
 from powercontext.snapshot import read_snapshot
 
 SEARCH_MODES = ("auto", "fts")
@@ -195,7 +197,11 @@ def memory_search_at(*, scope_id: str, head: int, query: str, limit: int) -> lis
     terms = analyzer.query_terms(query)
     if head == 0 or not terms:
         return []
-    ranked = search_backend().memory_search(scope_id=scope_id, terms=terms, limit=limit)
+    frequencies, documents = term_frequencies(scope_id=scope_id, terms=terms)
+    selected = select_terms(terms, frequencies, documents)
+    if not selected:
+        return []
+    ranked = search_backend().memory_match(scope_id=scope_id, terms=selected, limit=limit)
     if not ranked:
         return []
     versions = {

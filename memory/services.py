@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 
 from memory.models import ManifestState, MemoryActiveEntry, MemoryEntryVersion, MemoryManifestRow
 from memory.selectors import entry_payload, resolve_citation
+from memory.term_stats import term_stats_adjust
 from memory.values import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -278,14 +279,21 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
     existing = MemoryActiveEntry.objects.filter(
         scope_id=version.scope_id, entry_id=version.entry_id
     )
+    previous_text = existing.values_list("searchable_text", flat=True).first()
     if state != ManifestState.ACTIVE:
         existing.delete()
+        term_stats_adjust(scope_id=version.scope_id, removed=previous_text, added=None)
         return
     values = projection_values(version)
-    if not existing.update(**values):
+    if previous_text is None:
         MemoryActiveEntry.objects.create(
             scope_id=version.scope_id, entry_id=version.entry_id, **values
         )
+    else:
+        existing.update(**values)
+    term_stats_adjust(
+        scope_id=version.scope_id, removed=previous_text, added=values["searchable_text"]
+    )
 
 
 def projection_values(version: MemoryEntryVersion) -> dict[str, Any]:

@@ -139,5 +139,6 @@ LOGGING = {
         "django.request": {"handlers": [], "level": "CRITICAL", "propagate": False},
         "django.server": {"handlers": [], "level": "CRITICAL", "propagate": False},
         "powercontext": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "waitress": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

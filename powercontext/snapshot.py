@@ -30,6 +30,12 @@ def read_snapshot() -> Iterator[None]:
             with connection.cursor() as cursor:
                 cursor.execute("ROLLBACK")
         return
-    # MySQL-mode databases: a REPEATABLE READ transaction snapshots at its first read.
+    # OceanBase: sessions stay READ COMMITTED (the writers' compare-and-swap relies on a
+    # lost race matching 0 rows rather than failing), and only this read transaction is
+    # REPEATABLE READ, which on OceanBase is a real snapshot taken at its first read.
+    # ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` under READ COMMITTED is not one.
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            # Applies to the transaction that starts with the next statement.
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield

@@ -1,6 +1,7 @@
 """Shared fixtures: a JSON API client and small factories."""
 
 import json
+import os
 
 import pytest
 
@@ -55,3 +56,13 @@ def error_code(response):
 
 def error_fields(response):
     return [error["field"] for error in response.json()["error"]["details"]["errors"]]
+
+
+def engine():
+    """"sqlite" or "oceanbase": the engine the suite runs on (settings_test.py)."""
+    return "oceanbase" if os.environ.get("POWERCONTEXT_TEST_DATABASE") == "oceanbase" else "sqlite"
+
+
+def sqlite_only(reason):
+    """Skip on OceanBase, saying why the test is about SQLite alone."""
+    return pytest.mark.skipif(engine() != "sqlite", reason=f"SQLite only: {reason}")

@@ -23,8 +23,24 @@ class RankedHit:
     score: float
 
 
+@dataclass(frozen=True)
+class RankedArtifact:
+    """One full-text match on an artifact head: ``revision`` is the head's revision as read
+    in the caller's snapshot, ``indexed_revision`` the revision the index row describes
+    (they differ only when the index is stale). Higher ``score`` is better; ties are broken
+    by ``artifact_id``."""
+
+    artifact_id: str
+    revision: int
+    indexed_revision: int
+    score: float
+
+
 class SearchBackend(Protocol):
-    def memory_search(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]: ...
+    def memory_match(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
+        """The scope's active entries matching any of ``terms``, best first (the engine's
+        relevance; ties by entry id). Term selection happens before, backend-neutrally."""
+        ...
 
     def memory_index_status(self) -> str | None:
         """None when the index is usable, else a short reason."""
@@ -32,6 +48,27 @@ class SearchBackend(Protocol):
 
     def memory_rebuild(self) -> None:
         """Rebuild the Memory full-text index from the projection table."""
+        ...
+
+    def experience_match(
+        self, *, scope_id: str, terms: list[str], limit: int
+    ) -> list[RankedArtifact]:
+        """The scope's approved Experience heads matching any of ``terms``, best first
+        (ties by artifact id). Term selection happens before, backend-neutrally."""
+        ...
+
+    def experience_index(
+        self, *, head_id: int, scope_id: str, artifact_id: str, revision: int, searchable_text: str
+    ) -> None:
+        """Make the index describe this Experience head (same transaction as the head)."""
+        ...
+
+    def experience_index_status(self) -> str | None:
+        """None when the Experience index is usable, else a short reason."""
+        ...
+
+    def experience_rebuild(self) -> None:
+        """Rebuild the Experience index from the ``experience`` heads' searchable_text."""
         ...
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, sqlite_only
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,6 +31,7 @@ def run_in_threads(count, work):
         return list(pool.map(task, range(count)))
 
 
+@sqlite_only("OceanBase has no journal mode; these tests use its real sessions")
 def test_file_backed_wal_database():
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")

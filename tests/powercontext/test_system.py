@@ -1,7 +1,8 @@
 import pytest
 from django.db import connection
 
-from tests.conftest import error_code
+from powercontext.search import search_backend
+from tests.conftest import engine, error_code
 
 pytestmark = pytest.mark.django_db
 
@@ -24,20 +25,23 @@ def test_health_ready_reports_checks(client):
     assert set(body["checks"]) == {"database", "migrations", "fulltext_index"}
 
 
+DROP_INDEX = {
+    "sqlite": "DROP TABLE memory_activeentry_fts",
+    "oceanbase": "DROP INDEX memory_activeentry_ft ON memory_memoryactiveentry",
+}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_health_ready_is_503_when_fulltext_index_is_missing(client):
     with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE memory_activeentry_fts_vocab")
+        cursor.execute(DROP_INDEX[engine()])
     try:
         response = client.get("/health/ready")
         assert response.status_code == 503
         assert response.json()["checks"]["fulltext_index"]["status"] == "failing"
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "CREATE VIRTUAL TABLE memory_activeentry_fts_vocab "
-                "USING fts5vocab(memory_activeentry_fts, 'col')"
-            )
+        search_backend().memory_rebuild()
+    assert client.get("/health/ready").status_code == 200
 
 
 class TestSources:

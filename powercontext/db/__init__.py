@@ -1,0 +1,1 @@
+"""PowerContext's database layer: the OceanBase backend (``backends.oceanbase``)."""

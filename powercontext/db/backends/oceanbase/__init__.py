@@ -1,0 +1,1 @@
+"""OceanBase (MySQL mode) backend for Django: ENGINE ``powercontext.db.backends.oceanbase``."""

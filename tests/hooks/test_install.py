@@ -1,0 +1,276 @@
+"""The installer on temporary homes and projects with pre-existing settings files."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import HOOKS_DIR, hook_env
+
+INSTALL = str(HOOKS_DIR / "install.py")
+
+CLAUDE_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
+        "UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": "python3 ~/bin/branch_context.py"}]}
+        ],
+    },
+}
+CODEX_HOOKS = {
+    "hooks": {
+        "SessionStart": [
+            {
+                "matcher": "startup|resume",
+                "hooks": [{"type": "command", "command": "sh session.sh", "timeout": 10}],
+            }
+        ],
+        "UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": "python3 secrets_scan.py"}]}
+        ],
+    }
+}
+
+
+def install(home, *args, env=None):
+    environment = hook_env(home)
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, INSTALL, "--home", str(home), "--python", "/usr/bin/python3", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+
+
+def read(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def ours(agent):
+    script = str(HOOKS_DIR / (f"{agent}_user_prompt_submit.py"))
+    return "/usr/bin/python3 -S " + script
+
+
+@pytest.fixture
+def home(tmp_path):
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+def test_claude_install_merges_into_existing_settings(home):
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(CLAUDE_SETTINGS, indent=4))
+    done = install(home, "--agent", "claude")
+    assert done.returncode == 0, done.stderr
+    data = read(settings)
+    expected = json.loads(json.dumps(CLAUDE_SETTINGS))
+    expected["hooks"]["UserPromptSubmit"].append(
+        {
+            "matcher": "",
+            "hooks": [{"type": "command", "command": ours("claude"), "timeout": 5}],
+        }
+    )
+    assert data == expected
+    assert list(data) == list(CLAUDE_SETTINGS), "key order is kept"
+    assert str(settings) in done.stdout
+    assert "added" in done.stdout
+    assert "/hooks" in done.stdout
+
+
+def test_codex_install_appends_after_existing_hooks(home):
+    hooks_json = home / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    hooks_json.write_text(json.dumps(CODEX_HOOKS))
+    done = install(home, "--agent", "codex")
+    assert done.returncode == 0, done.stderr
+    data = read(hooks_json)
+    assert data["hooks"]["SessionStart"] == CODEX_HOOKS["hooks"]["SessionStart"]
+    groups = data["hooks"]["UserPromptSubmit"]
+    assert groups[0] == CODEX_HOOKS["hooks"]["UserPromptSubmit"][0], "existing group keeps index 0"
+    assert groups[1] == {
+        "hooks": [
+            {
+                "type": "command",
+                "command": ours("codex"),
+                "timeout": 5,
+                "statusMessage": "PowerContext recall",
+            }
+        ]
+    }
+    assert "trust" in done.stdout
+    assert "/hooks" in done.stdout
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_install_creates_a_missing_file(agent, home):
+    done = install(home, "--agent", agent)
+    assert done.returncode == 0, done.stderr
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    [group] = read(path)["hooks"]["UserPromptSubmit"]
+    assert group["hooks"][0]["command"] == ours(agent)
+    assert "new file" in done.stdout
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_install_is_idempotent(agent, home):
+    install(home, "--agent", agent)
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    before = path.read_bytes()
+    mtime = path.stat().st_mtime_ns
+    done = install(home, "--agent", agent)
+    assert done.returncode == 0
+    assert "nothing to do" in done.stdout
+    assert path.read_bytes() == before
+    assert path.stat().st_mtime_ns == mtime
+
+
+def test_changed_command_is_updated_in_place(home):
+    hooks_json = home / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    stale = {"type": "command", "command": "python3 /old/place/codex_user_prompt_submit.py"}
+    data = json.loads(json.dumps(CODEX_HOOKS))
+    data["hooks"]["UserPromptSubmit"].insert(0, {"hooks": [stale]})
+    hooks_json.write_text(json.dumps(data))
+    done = install(home, "--agent", "codex")
+    assert "updated" in done.stdout
+    groups = read(hooks_json)["hooks"]["UserPromptSubmit"]
+    assert len(groups) == 2
+    assert groups[0]["hooks"][0]["command"] == ours("codex")
+    assert groups[1] == CODEX_HOOKS["hooks"]["UserPromptSubmit"][0]
+
+
+def test_dry_run_writes_nothing(home):
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(CLAUDE_SETTINGS)
+    settings.write_text(original)
+    done = install(home, "--agent", "claude", "--dry-run")
+    assert done.returncode == 0
+    assert settings.read_text() == original
+    assert "dry run" in done.stdout
+    assert ours("claude") in done.stdout
+    assert not (home / ".codex").exists()
+    done = install(home, "--agent", "codex", "--dry-run")
+    assert not (home / ".codex").exists()
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_uninstall_restores_the_other_hooks(agent, home):
+    original = CODEX_HOOKS if agent == "codex" else CLAUDE_SETTINGS
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    path.parent.mkdir()
+    path.write_text(json.dumps(original))
+    install(home, "--agent", agent)
+    done = install(home, "--agent", agent, "--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert "removed 1" in done.stdout
+    assert read(path) == original
+    again = install(home, "--agent", agent, "--uninstall")
+    assert "nothing to do" in again.stdout
+
+
+def test_uninstall_of_the_only_hook_leaves_an_empty_object(home):
+    install(home, "--agent", "claude")
+    install(home, "--agent", "claude", "--uninstall")
+    assert read(home / ".claude" / "settings.json") == {}
+
+
+def test_uninstall_dry_run_keeps_the_hook(home):
+    install(home, "--agent", "codex")
+    path = home / ".codex" / "hooks.json"
+    before = path.read_bytes()
+    done = install(home, "--agent", "codex", "--uninstall", "--dry-run")
+    assert "dry run" in done.stdout
+    assert path.read_bytes() == before
+
+
+def test_project_scope_writes_into_the_repository(home, tmp_path):
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps({"env": {"A": "1"}}))
+    for agent in ("codex", "claude"):
+        done = install(
+            home, "--agent", agent, "--scope", "project", "--project-dir", str(project / "src")
+        )
+        assert done.returncode == 0, done.stderr
+    assert read(project / ".codex" / "hooks.json")["hooks"]["UserPromptSubmit"]
+    claude = read(project / ".claude" / "settings.json")
+    assert claude["env"] == {"A": "1"}
+    assert claude["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == ours("claude")
+    assert not (home / ".codex").exists()
+
+
+def test_codex_home_and_claude_config_dir_are_respected(home, tmp_path):
+    codex_home, claude_dir = tmp_path / "codexhome", tmp_path / "claudecfg"
+    env = {"CODEX_HOME": str(codex_home), "CLAUDE_CONFIG_DIR": str(claude_dir)}
+    install(home, "--agent", "codex", env=env)
+    install(home, "--agent", "claude", env=env)
+    assert (codex_home / "hooks.json").exists()
+    assert (claude_dir / "settings.json").exists()
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", "[1, 2]", '{"hooks": []}', '{"hooks": {"UserPromptSubmit": {}}}']
+)
+def test_unmergeable_file_is_left_alone(content, home):
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(content)
+    done = install(home, "--agent", "claude")
+    assert done.returncode == 2
+    assert "nothing was changed" in done.stderr
+    assert settings.read_text() == content
+
+
+def test_file_mode_is_kept(home):
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{}")
+    os.chmod(settings, 0o600)
+    install(home, "--agent", "claude")
+    assert settings.stat().st_mode & 0o777 == 0o600
+
+
+def test_installed_command_runs_the_hook(home, fake_server):
+    from .conftest import Reply, codex_payload, prepared
+
+    server = fake_server({"/v1/context/prepare": Reply(200, prepared("ctx"))})
+    done = subprocess.run(
+        [
+            sys.executable,
+            INSTALL,
+            "--home",
+            str(home),
+            "--agent",
+            "codex",
+            "--python",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        env=hook_env(home),
+        check=True,
+    )
+    command = read(home / ".codex" / "hooks.json")["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    # Hosts run the command through a shell, so the test does too.
+    run = subprocess.run(  # noqa: S602
+        command["command"],
+        shell=True,
+        input=json.dumps(codex_payload("hi", str(home))).encode(),
+        capture_output=True,
+        env=hook_env(home, POWERCONTEXT_URL=server.url, POWERCONTEXT_CAPTURE="0"),
+        check=False,
+    )
+    assert done.returncode == 0
+    assert run.returncode == 0
+    assert json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"] == "ctx"

@@ -1,0 +1,161 @@
+"""The hook against a real PowerContext server process (``manage.py serve``).
+
+Starts the server on a free loopback port with its own POWERCONTEXT_HOME, seeds Memory
+through the HTTP API, and checks that what the hook injects is byte for byte what the
+server prepared.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from .conftest import REPO_ROOT, claude_payload, codex_payload, hook_env, run_hook
+
+TOKEN = "live-test-token-0123456789abcdef"
+SCOPE = "git:example.com/acme/live-widgets"
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def post(base, path, body):
+    request = urllib.request.Request(
+        base + path,
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer " + TOKEN},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status, json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def powercontext_server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("powercontext-home")
+    env = dict(os.environ, POWERCONTEXT_HOME=str(home), POWERCONTEXT_API_TOKEN=TOKEN)
+    env.pop("POWERCONTEXT_DATABASE_URL", None)
+    manage = str(REPO_ROOT / "manage.py")
+    subprocess.run(
+        [sys.executable, manage, "migrate", "--noinput"],
+        env=env,
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    port = free_port()
+    log = open(home / "server.log", "wb")
+    server = subprocess.Popen(
+        [sys.executable, manage, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/health/ready", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except (OSError, urllib.error.URLError):
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            log.close()
+            pytest.fail("server did not become ready:\n" + (home / "server.log").read_text())
+        time.sleep(0.2)
+    yield base
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+
+
+def test_ready_injection_is_byte_for_byte_against_live_server(powercontext_server, tmp_path):
+    memories = [
+        (
+            "convention",
+            "Run the OceanBase migrations with `manage.py migrate` after seekdb starts.",
+        ),
+        ("gotcha", "FTS5 has no unary NOT: never build MATCH syntax from user text. 数据库 🚀"),
+        ("convention", 'Quote "scope_id" values exactly; a NUL \x00 stays data.\nSecond line.'),
+    ]
+    for kind, text in memories:
+        status, _ = post(
+            powercontext_server,
+            "/v1/memory/remember",
+            {
+                "scope_id": SCOPE,
+                "kind": kind,
+                "text": text,
+            },
+        )
+        assert status in (200, 201)
+    prompt = "How do I run the OceanBase migrations, and what about FTS5 MATCH syntax?"
+    status, expected = post(
+        powercontext_server,
+        "/v1/context/prepare",
+        {
+            "scope_id": SCOPE,
+            "query": prompt,
+            "max_bytes": 8000,
+        },
+    )
+    assert status == 200
+    assert expected["status"] == "ready", expected
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = hook_env(
+        home,
+        POWERCONTEXT_URL=powercontext_server,
+        POWERCONTEXT_API_TOKEN=TOKEN,
+        POWERCONTEXT_SCOPE_ID=SCOPE,
+    )
+    for agent, make in (("codex", codex_payload), ("claude", claude_payload)):
+        run = run_hook(agent, make(prompt, str(tmp_path)), env)
+        assert run.returncode == 0
+        assert run.stderr == b"", run.stderr
+        injected = run.context()
+        assert injected.encode("utf-8") == expected["content"].encode("utf-8")
+        assert len(injected.encode("utf-8")) == expected["content_bytes"] <= 8000
+
+    # The same turn again: capture is idempotent, recall unchanged.
+    again = run_hook("codex", codex_payload(prompt, str(tmp_path)), env)
+    assert again.stderr == b""
+    assert again.context() == expected["content"]
+
+
+def test_live_empty_scope_and_wrong_token_fail_open(powercontext_server, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    base = {"POWERCONTEXT_URL": powercontext_server, "POWERCONTEXT_SCOPE_ID": "git:example.com/nothing"}
+    run = run_hook(
+        "codex",
+        codex_payload("anything at all", str(tmp_path)),
+        hook_env(home, POWERCONTEXT_API_TOKEN=TOKEN, **base),
+    )
+    assert run.stdout == b""
+    assert run.diagnostic()["outcome"] == "empty"
+    run = run_hook(
+        "claude",
+        claude_payload("anything", str(tmp_path)),
+        hook_env(home, POWERCONTEXT_API_TOKEN="not-the-token", **base),
+    )
+    assert run.stdout == b""
+    assert run.diagnostic()["outcome"] == "authentication_failed"
+    assert run.diagnostic()["http_status"] == 401
