@@ -9,6 +9,7 @@ v1 = [
     path("sources/content", system.SourceContentView.as_view()),
     path("", include("memory.urls")),
     path("", include("contextpack.urls")),
+    path("", include("experience.urls")),
 ]
 
 urlpatterns = [

@@ -1,10 +1,7 @@
-"""
-WSGI config for powercontext project.
+"""The WSGI application ``manage.py serve`` runs: Django, plus the MCP tools at ``/mcp``.
 
-It exposes the WSGI callable as a module-level variable named ``application``.
-
-For more information on this file, see
-https://docs.djangoproject.com/en/5.2/howto/deployment/wsgi/
+``/mcp`` is the SDK's Streamable HTTP transport (stateless, JSON responses) behind an
+ASGI-to-WSGI adapter; see ``powercontext.mcp.http``. Everything else is Django.
 """
 
 import os
@@ -13,4 +10,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
 
-application = get_wsgi_application()
+django_application = get_wsgi_application()
+
+from powercontext.mcp.http import with_mcp  # noqa: E402  (needs Django set up)
+
+application = with_mcp(django_application)

@@ -18,10 +18,13 @@ the spaces, exactly as FTS5 splits them on SQLite. Quirks that bite:
 
 from django.db import connection
 
-from powercontext.search import RankedHit
+from powercontext.models import ArtifactHead
+from powercontext.search import RankedArtifact, RankedHit
 
 MEMORY_TABLE = "memory_memoryactiveentry"
 MEMORY_FULLTEXT_INDEX = "memory_activeentry_ft"
+EXPERIENCE_FAMILY = "experience"
+HEAD_FULLTEXT_INDEX = "artifact_head_searchable_ft"
 
 
 def _index_exists(table: str, index: str) -> bool:
@@ -49,7 +52,9 @@ class OceanBaseSearchBackend:
                 [against, scope_id, against, limit],
             )
             rows = cursor.fetchall()
-        return [RankedHit(entry_id, version_id, float(score)) for entry_id, version_id, score in rows]
+        return [
+            RankedHit(entry_id, version_id, float(score)) for entry_id, version_id, score in rows
+        ]
 
     def memory_index_status(self) -> str | None:
         if _index_exists(MEMORY_TABLE, MEMORY_FULLTEXT_INDEX):
@@ -61,7 +66,50 @@ class OceanBaseSearchBackend:
         rebuilds it. Only a missing index is (re)created here."""
         if self.memory_index_status() is None:
             return
-        with connection.schema_editor() as editor:
-            editor.execute(
-                editor.fulltext_index_sql(MEMORY_TABLE, MEMORY_FULLTEXT_INDEX, ["searchable_text"])
+        _create_fulltext_index(MEMORY_TABLE, MEMORY_FULLTEXT_INDEX)
+
+    def experience_match(
+        self, *, scope_id: str, terms: list[str], limit: int
+    ) -> list[RankedArtifact]:
+        """Approved Experience heads: the FULLTEXT index is on the head's searchable_text
+        itself, so the indexed revision is always the head's revision."""
+        if not terms:
+            return []
+        table = connection.ops.quote_name(ArtifactHead._meta.db_table)
+        against = " ".join(terms)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT artifact_id, revision, "  # noqa: S608 - names only
+                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "
+                f"FROM {table} WHERE family = %s AND scope_id = %s "
+                f"AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
+                f"ORDER BY score DESC, artifact_id LIMIT %s",
+                [against, EXPERIENCE_FAMILY, scope_id, against, limit],
             )
+            rows = cursor.fetchall()
+        return [
+            RankedArtifact(artifact_id, revision, revision, float(score))
+            for artifact_id, revision, score in rows
+        ]
+
+    def experience_index(
+        self, *, head_id: int, scope_id: str, artifact_id: str, revision: int, searchable_text: str
+    ) -> None:
+        """Nothing to do: the FULLTEXT index follows the head row's searchable_text."""
+
+    def experience_index_status(self) -> str | None:
+        if _index_exists(ArtifactHead._meta.db_table, HEAD_FULLTEXT_INDEX):
+            return None
+        return f"missing FULLTEXT index {HEAD_FULLTEXT_INDEX}"
+
+    def experience_rebuild(self) -> None:
+        """Heads' searchable_text is rewritten by the Experience rebuild; only a missing
+        index is (re)created here."""
+        if self.experience_index_status() is None:
+            return
+        _create_fulltext_index(ArtifactHead._meta.db_table, HEAD_FULLTEXT_INDEX)
+
+
+def _create_fulltext_index(table: str, index: str) -> None:
+    with connection.schema_editor() as editor:
+        editor.execute(editor.fulltext_index_sql(table, index, ["searchable_text"]))

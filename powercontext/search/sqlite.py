@@ -3,7 +3,10 @@
 ``memory_activeentry_fts`` is an external-content FTS5 table over
 ``memory_memoryactiveentry`` (scope token + analyzed text), kept in step by triggers, so
 the index changes in the same transaction as the projection row (migration
-``memory.0002``). Quirks that bite:
+``memory.0002``). ``experience_head_fts`` indexes the approved Experience heads
+(``powercontext_artifacthead`` rows of family ``experience``): a plain FTS5 table written
+by the approval service in its own transaction (migration ``experience.0002`` says why it
+is not kept by triggers). Quirks that bite:
 
 - FTS5 has no unary NOT and its query language treats ``"``, ``*``, ``-``, ``:``, ``^``,
   ``NEAR``, ``AND``/``OR``/``NOT`` and parentheses as syntax. User text never reaches it:
@@ -13,15 +16,26 @@ the index changes in the same transaction as the projection row (migration
   better, as the interface promises.
 """
 
-from django.db import connection
+from importlib import import_module
+
+from django.db import DatabaseError, connection, transaction
 
 from memory.values import scope_token
-from powercontext.search import RankedHit
-from powercontext.search.policy import select_terms
+from powercontext.models import ArtifactHead
+from powercontext.search import RankedArtifact, RankedHit
 
 MEMORY_TABLE = "memory_memoryactiveentry"
 MEMORY_FTS = "memory_activeentry_fts"
 MEMORY_VOCAB = "memory_activeentry_fts_vocab"
+EXPERIENCE_FAMILY = "experience"
+EXPERIENCE_FTS = "experience_head_fts"
+MEMORY_INDEX_OBJECTS = (
+    MEMORY_FTS,
+    MEMORY_VOCAB,
+    "memory_activeentry_fts_insert",
+    "memory_activeentry_fts_delete",
+    "memory_activeentry_fts_update",
+)
 
 
 def _quoted(term: str) -> str:
@@ -37,32 +51,8 @@ def match_expression(scope: str, terms: list[str]) -> str:
 
 
 class SqliteSearchBackend:
-    def document_frequencies(self, terms: list[str]) -> tuple[dict[str, int], int]:
-        """(documents containing each term, documents in the index), over all scopes."""
-        quote = connection.ops.quote_name
-        placeholders = ", ".join(["%s"] * len(terms))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT term, doc FROM {quote(MEMORY_VOCAB)} "  # noqa: S608 - names only
-                f"WHERE col = 'searchable_text' AND term IN ({placeholders})",
-                terms,
-            )
-            frequencies = dict(cursor.fetchall())
-            cursor.execute(f"SELECT count(*) FROM {quote(MEMORY_TABLE)}")  # noqa: S608
-            (documents,) = cursor.fetchone()
-        return frequencies, documents
-
-    def memory_search(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
-        if not terms:
-            return []
-        frequencies, documents = self.document_frequencies(terms)
-        selected = select_terms(terms, frequencies, documents)
-        if not selected:
-            return []
-        return self.memory_match(scope_id=scope_id, terms=selected, limit=limit)
-
     def memory_match(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
-        """Rank the scope's entries matching any of ``terms`` by bm25 (no term selection)."""
+        """Rank the scope's entries matching any of ``terms`` by bm25, best first."""
         quote = connection.ops.quote_name
         fts, table = quote(MEMORY_FTS), quote(MEMORY_TABLE)
         with connection.cursor() as cursor:
@@ -77,17 +67,117 @@ class SqliteSearchBackend:
         return [RankedHit(entry_id, version_id, -rank) for entry_id, version_id, rank in rows]
 
     def memory_index_status(self) -> str | None:
+        # The triggers count as part of the index: without them it silently goes stale.
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (%s, %s)",
-                [MEMORY_FTS, MEMORY_VOCAB],
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "
+                "AND name IN (%s, %s, %s, %s, %s)",
+                list(MEMORY_INDEX_OBJECTS),
             )
             present = {name for (name,) in cursor.fetchall()}
-        missing = sorted({MEMORY_FTS, MEMORY_VOCAB} - present)
-        return f"missing full-text table(s): {', '.join(missing)}" if missing else None
+        missing = [name for name in MEMORY_INDEX_OBJECTS if name not in present]
+        return f"missing full-text object(s): {', '.join(missing)}" if missing else None
 
     def memory_rebuild(self) -> None:
-        """Re-read every projection row into the FTS5 index (one statement, one transaction)."""
+        """Re-read every projection row into the FTS5 index (one statement).
+
+        When a table or trigger of the index is missing, drops what is left of it and
+        recreates it with the DDL of migration ``memory.0002`` (which ends by filling the
+        index). Run inside a transaction: readers keep the old index until commit.
+        """
         fts = connection.ops.quote_name(MEMORY_FTS)
         with connection.cursor() as cursor:
+            if self.memory_index_status() is not None:
+                ddl = import_module("memory.migrations.0002_fulltext_sqlite")
+                for statement in (*ddl.REVERSE, *ddl.FORWARD):
+                    cursor.execute(statement)
+                return
             cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")  # noqa: S608
+
+    def memory_index_integrity(self) -> str | None:
+        """FTS5's own integrity check, including (rank = 1) that the index matches the
+        projection table it is built from. None when consistent, else the reason."""
+        fts = connection.ops.quote_name(MEMORY_FTS)
+        try:
+            # A savepoint, so a failed check leaves an enclosing transaction usable.
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)"  # noqa: S608
+                )
+        except DatabaseError as error:
+            return f"FTS5 integrity-check failed: {error}"
+        return None
+
+    # -- Experience ---------------------------------------------------------------------
+
+    def experience_match(
+        self, *, scope_id: str, terms: list[str], limit: int
+    ) -> list[RankedArtifact]:
+        """Rank the scope's approved Experience heads matching any of ``terms`` by bm25."""
+        if not terms:
+            return []
+        quote = connection.ops.quote_name
+        fts, heads = quote(EXPERIENCE_FTS), quote(ArtifactHead._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                # Only the searchable_text column carries weight in bm25. The join reads
+                # the head in the caller's snapshot: its revision is the one cited, and
+                # the family and scope filters keep anything but this scope's Experience
+                # out even if the index were wrong.
+                f"SELECT h.artifact_id, h.revision, {fts}.revision, "  # noqa: S608
+                f"bm25({fts}, 0.0, 1.0, 0.0, 0.0) AS rank "
+                f"FROM {fts} JOIN {heads} h ON h.id = {fts}.rowid "
+                f"WHERE {fts} MATCH %s AND h.family = %s AND h.scope_id = %s "
+                f"ORDER BY rank, h.artifact_id LIMIT %s",
+                [match_expression(scope_id, terms), EXPERIENCE_FAMILY, scope_id, limit],
+            )
+            rows = cursor.fetchall()
+        return [
+            RankedArtifact(artifact_id, revision, int(indexed), -rank)
+            for artifact_id, revision, indexed, rank in rows
+        ]
+
+    def experience_index(
+        self, *, head_id: int, scope_id: str, artifact_id: str, revision: int, searchable_text: str
+    ) -> None:
+        fts = connection.ops.quote_name(EXPERIENCE_FTS)
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {fts} WHERE rowid = %s", [head_id])  # noqa: S608
+            cursor.execute(
+                f"INSERT INTO {fts}(rowid, scope_token, searchable_text, artifact_id, revision) "  # noqa: S608
+                "VALUES (%s, %s, %s, %s, %s)",
+                [head_id, scope_token(scope_id), searchable_text, artifact_id, revision],
+            )
+
+    def experience_index_status(self) -> str | None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s",
+                [EXPERIENCE_FTS],
+            )
+            present = cursor.fetchone() is not None
+        return None if present else f"missing full-text table: {EXPERIENCE_FTS}"
+
+    def experience_rebuild(self) -> None:
+        """Replace the index with the current ``experience`` heads (recreating the table
+        with the DDL of migration ``experience.0002`` when it is missing). Callers run this
+        in one transaction, so under WAL a reader sees the old index or the new one, never
+        a partial one."""
+        fts = connection.ops.quote_name(EXPERIENCE_FTS)
+        heads = ArtifactHead.objects.filter(family=EXPERIENCE_FAMILY).values_list(
+            "id", "scope_id", "artifact_id", "revision", "searchable_text"
+        )
+        with connection.cursor() as cursor:
+            if self.experience_index_status() is not None:
+                ddl = import_module("experience.migrations.0002_fulltext_sqlite")
+                for statement in (*ddl.REVERSE, *ddl.FORWARD):
+                    cursor.execute(statement)
+            cursor.execute(f"DELETE FROM {fts}")  # noqa: S608
+            cursor.executemany(
+                f"INSERT INTO {fts}(rowid, scope_token, searchable_text, artifact_id, revision) "  # noqa: S608
+                "VALUES (%s, %s, %s, %s, %s)",
+                [
+                    (head_id, scope_token(scope_id), text, artifact_id, revision)
+                    for head_id, scope_id, artifact_id, revision, text in heads.iterator()
+                ],
+            )

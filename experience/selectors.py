@@ -1,0 +1,255 @@
+"""Reads of candidates and approved Experience.
+
+Only approval writes an ``experience`` artifact, so every Experience revision that exists
+is an approved one; pending and rejected candidates exist only as candidate rows, which
+nothing here (nor search, nor the Context Pack) ever turns into Experience.
+"""
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import F, Q
+
+from experience.models import Candidate, CandidateStatus, CandidateVersion
+from experience.term_stats import term_frequencies
+from experience.values import EXPERIENCE_FAMILY, Proposal, experience_ref
+from powercontext import analyzer
+from powercontext.artifacts import revision_content
+from powercontext.exceptions import (
+    ArtifactNotFound,
+    CandidateConflict,
+    CandidateNotFound,
+    InvalidRequest,
+    PowerContextError,
+)
+from powercontext.models import ArtifactRevision
+from powercontext.search import search_backend
+from powercontext.search.policy import select_terms
+
+
+class ExperienceIndexInconsistent(PowerContextError):
+    """The Experience index described another revision than the head it was read with
+    (an internal invariant; ``manage.py rebuild_index`` repairs it)."""
+
+
+# -- candidates -----------------------------------------------------------------------
+
+
+def candidate_payload(candidate: Candidate, version: CandidateVersion) -> dict[str, Any]:
+    """The API's ArtifactCandidate: the head's status and decision, the current version's
+    proposal and evidence."""
+    target = None
+    if version.target_artifact_id is not None:
+        target = experience_ref(version.target_artifact_id, version.target_revision)
+    result = None
+    if candidate.result_artifact_id is not None:
+        result = experience_ref(candidate.result_artifact_id, candidate.result_revision)
+    return {
+        "candidate_id": candidate.candidate_id,
+        "version": candidate.version,
+        "family": candidate.family,
+        "status": candidate.status,
+        "proposal": proposal_of(version).as_payload(),
+        "source_refs": json.loads(version.source_refs),
+        "artifact_refs": json.loads(version.artifact_refs),
+        "target": target,
+        "reason": version.reason,
+        "result_artifact": result,
+        "decision_reason": candidate.decision_reason,
+    }
+
+
+def proposal_of(version: CandidateVersion) -> Proposal:
+    return Proposal(version.situation, version.action, version.outcome, version.lesson)
+
+
+def current_version(candidate: Candidate) -> CandidateVersion:
+    return CandidateVersion.objects.get(candidate=candidate, version=candidate.version)
+
+
+def candidate_get(
+    *, scope_id: str, candidate_id: str, expected_version: int | None = None
+) -> dict[str, Any]:
+    """The candidate as it is now. With ``expected_version``, CandidateConflict unless
+    that is still its current version."""
+    candidate = Candidate.objects.filter(scope_id=scope_id, candidate_id=candidate_id).first()
+    if candidate is None:
+        raise CandidateNotFound()
+    if expected_version is not None and expected_version != candidate.version:
+        raise CandidateConflict()
+    return candidate_payload(candidate, current_version(candidate))
+
+
+@dataclass(frozen=True)
+class _ListCursor:
+    """Where a page ended, bound to the filters it was issued for."""
+
+    filters: str
+    created_at: datetime
+    candidate_id: str
+
+    def encode(self) -> str:
+        raw = json.dumps([self.filters, self.created_at.isoformat(), self.candidate_id])
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str, filters: str) -> "_ListCursor":
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            bound, created, after = json.loads(base64.urlsafe_b64decode(padded))
+            if not (isinstance(bound, str) and isinstance(created, str) and isinstance(after, str)):
+                raise ValueError(token)
+            created_at = datetime.fromisoformat(created)
+            if created_at.tzinfo is None:
+                raise ValueError(token)
+        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
+            raise InvalidRequest("cursor", "Invalid cursor.") from error
+        if bound != filters:
+            raise InvalidRequest("cursor", "The cursor was issued for other filters.")
+        return cls(bound, created_at, after)
+
+
+def _filters_key(scope_id: str, status: str, family: str | None) -> str:
+    raw = json.dumps([scope_id, status, family])
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def candidate_list(
+    *,
+    scope_id: str,
+    status: str = CandidateStatus.PENDING,
+    family: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> dict[str, Any]:
+    """Candidates newest first (ties by candidate id), one keyset page at a time."""
+    filters = _filters_key(scope_id, status, family)
+    candidates = Candidate.objects.filter(scope_id=scope_id, status=status)
+    if family is not None:
+        candidates = candidates.filter(family=family)
+    if cursor is not None:
+        position = _ListCursor.decode(cursor, filters)
+        candidates = candidates.filter(
+            Q(created_at__lt=position.created_at)
+            | Q(created_at=position.created_at, candidate_id__gt=position.candidate_id)
+        )
+    page = list(candidates.order_by("-created_at", "candidate_id")[: limit + 1])
+    next_cursor = None
+    if len(page) > limit:
+        page = page[:limit]
+        last = page[-1]
+        next_cursor = _ListCursor(filters, last.created_at, last.candidate_id).encode()
+    versions = {
+        version.candidate_id: version
+        for version in CandidateVersion.objects.filter(
+            candidate_id__in=[candidate.candidate_id for candidate in page],
+            version=F("candidate__version"),
+        )
+    }
+    return {
+        "candidates": [
+            candidate_payload(candidate, versions[candidate.candidate_id]) for candidate in page
+        ],
+        "next_cursor": next_cursor,
+    }
+
+
+# -- approved Experience --------------------------------------------------------------
+
+
+def experience_revision(*, scope_id: str, artifact_id: str, revision: int) -> ArtifactRevision:
+    """The approved Experience revision, or ArtifactNotFound."""
+    found = ArtifactRevision.objects.filter(
+        scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id, revision=revision
+    ).first()
+    if found is None:
+        raise ArtifactNotFound()
+    return found
+
+
+def experience_get(
+    *, scope_id: str, family: str, artifact_id: str, revision: int
+) -> dict[str, Any]:
+    """Exactly the cited Experience revision, even after the Experience was revised.
+
+    Anything that is not an approved Experience revision (another family, a candidate id,
+    an unknown revision) is ArtifactNotFound.
+    """
+    if family != EXPERIENCE_FAMILY:
+        raise ArtifactNotFound()
+    content = revision_content(
+        experience_revision(scope_id=scope_id, artifact_id=artifact_id, revision=revision)
+    )
+    return {
+        "artifact": experience_ref(artifact_id, revision),
+        "content": Proposal.from_payload(content).as_payload(),
+        "source_refs": content["source_refs"],
+        "artifact_refs": content["artifact_refs"],
+    }
+
+
+@dataclass(frozen=True)
+class ExperienceSearchHit:
+    """One approved Experience, at the exact head revision read in the caller's snapshot."""
+
+    artifact_id: str
+    revision: int
+    situation: str
+    action: str
+    outcome: str
+    lesson: str
+    score: float
+    family: str = EXPERIENCE_FAMILY
+
+
+def experience_search_at(*, scope_id: str, query: str, limit: int) -> list[ExperienceSearchHit]:
+    """Approved Experience of the scope matching ``query``, best first (ties by artifact
+    id), each with its head revision's four fields.
+
+    Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
+    the hits and the rest of the request see one committed state. Raises
+    ExperienceIndexInconsistent when the index describes another revision than the head.
+    """
+    terms = analyzer.query_terms(query)
+    if not terms:
+        return []
+    frequencies, documents = term_frequencies(scope_id=scope_id, terms=terms)
+    selected = select_terms(terms, frequencies, documents)
+    if not selected:
+        return []
+    ranked = search_backend().experience_match(scope_id=scope_id, terms=selected, limit=limit)
+    if any(hit.revision != hit.indexed_revision for hit in ranked):
+        raise ExperienceIndexInconsistent()
+    if not ranked:
+        return []
+    query_filter = Q()
+    for hit in ranked:
+        query_filter |= Q(artifact_id=hit.artifact_id, revision=hit.revision)
+    contents = {
+        row.artifact_id: revision_content(row)
+        for row in ArtifactRevision.objects.filter(
+            query_filter, scope_id=scope_id, family=EXPERIENCE_FAMILY
+        )
+    }
+    hits = []
+    for hit in ranked:
+        content = contents.get(hit.artifact_id)
+        if content is None:
+            raise ExperienceIndexInconsistent()
+        hits.append(
+            ExperienceSearchHit(
+                artifact_id=hit.artifact_id,
+                revision=hit.revision,
+                situation=content["situation"],
+                action=content["action"],
+                outcome=content["outcome"],
+                lesson=content["lesson"],
+                score=hit.score,
+            )
+        )
+    return hits

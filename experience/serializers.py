@@ -1,0 +1,145 @@
+"""Input and output shapes of the Experience and candidate operations (DESIGN.md §4)."""
+
+from rest_framework import serializers
+
+from experience.values import MAX_REFS, PROPOSAL_FIELD_MAX_CHARS, REASON_MAX_CHARS
+from powercontext.api.fields import (
+    ArtifactRefSchema,
+    SourceReferenceSchema,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    scope_id_field,
+)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """A JSON string out of ``choices`` (no ``1`` for ``"1"``)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        return super().to_internal_value(data)
+
+
+def proposal_text_field() -> StrictCharField:
+    return StrictCharField(non_blank=True, min_length=1, max_length=PROPOSAL_FIELD_MAX_CHARS)
+
+
+class ExperienceProposalSchema(StrictSerializer):
+    situation = proposal_text_field()
+    action = proposal_text_field()
+    outcome = proposal_text_field()
+    lesson = proposal_text_field()
+
+
+def source_refs_field(**kwargs) -> SourceReferenceSchema:
+    return SourceReferenceSchema(many=True, max_length=MAX_REFS, **kwargs)
+
+
+def artifact_refs_field(**kwargs) -> ArtifactRefSchema:
+    return ArtifactRefSchema(many=True, max_length=MAX_REFS, **kwargs)
+
+
+def candidate_id_field() -> StrictCharField:
+    return StrictCharField(non_blank=True, min_length=1, max_length=64)
+
+
+def expected_version_field(**kwargs) -> StrictIntegerField:
+    return StrictIntegerField(min_value=1, **kwargs)
+
+
+def _at_least_one_ref(attrs: dict) -> dict:
+    if not attrs.get("source_refs") and not attrs.get("artifact_refs"):
+        raise serializers.ValidationError(
+            {"source_refs": ["A proposal needs at least one source or artifact reference."]}
+        )
+    return attrs
+
+
+class ExperienceProposeInput(StrictSerializer):
+    scope_id = scope_id_field()
+    proposal = ExperienceProposalSchema()
+    source_refs = source_refs_field(required=False, default=list)
+    artifact_refs = artifact_refs_field(required=False, default=list)
+    target = ArtifactRefSchema(required=False, allow_null=True)
+    reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True)
+
+    def validate_target(self, value):
+        if value is not None and value["family"] != "experience":
+            raise serializers.ValidationError("Only an experience can be a target.")
+        return value
+
+    def validate(self, attrs):
+        return _at_least_one_ref(attrs)
+
+
+class ArtifactCandidateSchema(serializers.Serializer):
+    candidate_id = serializers.CharField()
+    version = serializers.IntegerField(min_value=1)
+    family = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "approved", "rejected"])
+    proposal = ExperienceProposalSchema()
+    source_refs = SourceReferenceSchema(many=True)
+    artifact_refs = ArtifactRefSchema(many=True)
+    target = ArtifactRefSchema(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    result_artifact = ArtifactRefSchema(allow_null=True)
+    decision_reason = serializers.CharField(allow_null=True)
+
+
+class ExperienceGetInput(StrictSerializer):
+    scope_id = scope_id_field()
+    artifact = ArtifactRefSchema()
+
+
+class ExperienceGetOutput(serializers.Serializer):
+    artifact = ArtifactRefSchema()
+    content = ExperienceProposalSchema()
+    source_refs = SourceReferenceSchema(many=True)
+    artifact_refs = ArtifactRefSchema(many=True)
+
+
+class CandidateListInput(StrictSerializer):
+    scope_id = scope_id_field()
+    status = StrictChoiceField(choices=["pending", "approved", "rejected"], default="pending")
+    family = StrictCharField(non_blank=True, max_length=32, required=False, allow_null=True)
+    cursor = StrictCharField(min_length=1, max_length=1024, required=False, allow_null=True)
+    limit = StrictIntegerField(min_value=1, max_value=100, default=50)
+
+
+class CandidateListOutput(serializers.Serializer):
+    candidates = ArtifactCandidateSchema(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class CandidateGetInput(StrictSerializer):
+    scope_id = scope_id_field()
+    candidate_id = candidate_id_field()
+    expected_version = expected_version_field(required=False, allow_null=True)
+
+
+class CandidateApproveInput(StrictSerializer):
+    scope_id = scope_id_field()
+    candidate_id = candidate_id_field()
+    expected_version = expected_version_field()
+
+
+class CandidateRejectInput(StrictSerializer):
+    scope_id = scope_id_field()
+    candidate_id = candidate_id_field()
+    expected_version = expected_version_field()
+    reason = StrictCharField(non_blank=True, min_length=1, max_length=REASON_MAX_CHARS)
+
+
+class CandidateReviseInput(StrictSerializer):
+    """A new version of a pending candidate. Refs and reason left out keep the previous
+    version's; the target cannot change."""
+
+    scope_id = scope_id_field()
+    candidate_id = candidate_id_field()
+    expected_version = expected_version_field()
+    proposal = ExperienceProposalSchema()
+    source_refs = source_refs_field(required=False)
+    artifact_refs = artifact_refs_field(required=False)
+    reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True)

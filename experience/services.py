@@ -1,0 +1,433 @@
+"""Writes of the Experience family: proposing, revising and deciding candidates, and the
+reviewers' personal API tokens.
+
+The HTTP API and the admin call these same functions; each owns its transaction, its
+permission and state checks and its audit record. Order of the state checks, everywhere:
+unknown candidate (CandidateNotFound), then a decided one (CandidateTerminal, which wins),
+then a stale ``expected_version`` (CandidateConflict).
+"""
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from experience.models import (
+    REVIEW_PERMISSION,
+    Candidate,
+    CandidateStatus,
+    CandidateVersion,
+    ReviewerToken,
+)
+from experience.selectors import candidate_payload, current_version, proposal_of
+from experience.term_stats import term_stats_adjust
+from experience.tokens import TOKEN_PREFIX, token_hash
+from experience.values import (
+    EXPERIENCE_FAMILY,
+    MAX_REFS,
+    REASON_MAX_CHARS,
+    ArtifactRef,
+    Proposal,
+    new_candidate_id,
+    new_experience_id,
+    searchable_text,
+)
+from powercontext.artifacts import canonical_json, head_advance, head_revision, revision_append
+from powercontext.capabilities import capabilities
+from powercontext.exceptions import (
+    ArtifactNotFound,
+    CandidateConflict,
+    CandidateNotFound,
+    CandidateTerminal,
+    InvalidRequest,
+    PermissionDenied,
+    RevisionConflict,
+)
+from powercontext.models import ArtifactHead, ArtifactRevision
+from powercontext.search import search_backend
+
+REVIEWER_GROUP = "Experience reviewers"
+AGENT = "agent"
+
+
+def reviewer_label(user: Any) -> str:
+    return f"reviewer:{user.get_username()}"
+
+
+def require_reviewer(user: Any) -> None:
+    """PermissionDenied unless ``user`` is an active user with the review permission."""
+    if user is None or not getattr(user, "is_active", False):
+        raise PermissionDenied("Deciding a candidate needs a reviewer.")
+    if not user.has_perm(REVIEW_PERMISSION):
+        raise PermissionDenied("This user may not decide candidates.")
+
+
+# -- proposing and revising -----------------------------------------------------------
+
+
+def _validate_refs(source_refs: list[dict], artifact_refs: list[dict]) -> None:
+    if len(source_refs) > MAX_REFS:
+        raise InvalidRequest("source_refs", f"At most {MAX_REFS} references.")
+    if len(artifact_refs) > MAX_REFS:
+        raise InvalidRequest("artifact_refs", f"At most {MAX_REFS} references.")
+    if not source_refs and not artifact_refs:
+        raise InvalidRequest(
+            "source_refs", "A proposal needs at least one source or artifact reference."
+        )
+
+
+def _validate_reason(field: str, reason: str | None, *, required: bool = False) -> None:
+    if reason is None:
+        if required:
+            raise InvalidRequest(field, "A reason is required.")
+        return
+    if required and not reason.strip():
+        raise InvalidRequest(field, "Must contain a non-space character.")
+    if len(reason) > REASON_MAX_CHARS:
+        raise InvalidRequest(field, f"Must be at most {REASON_MAX_CHARS} characters.")
+
+
+def _check_artifact_refs(scope_id: str, artifact_refs: list[dict]) -> None:
+    """Evidence must exist: every cited artifact revision is in this scope."""
+    families = set(capabilities()["artifact_families"])
+    for ref in artifact_refs:
+        exists = ref["family"] in families and (
+            ArtifactRevision.objects.filter(
+                scope_id=scope_id,
+                family=ref["family"],
+                artifact_id=ref["artifact_id"],
+                revision=ref["revision"],
+            ).exists()
+        )
+        if not exists:
+            raise ArtifactNotFound("A cited artifact revision does not exist in this scope.")
+
+
+def _check_target_is_head(scope_id: str, target: ArtifactRef) -> None:
+    """The target must name the current revision of an Experience of this scope."""
+    if target.family != EXPERIENCE_FAMILY:
+        raise InvalidRequest("target.family", "Only an experience can be revised.")
+    head = head_revision(
+        scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=target.artifact_id
+    )
+    if head == 0 or target.revision > head:
+        raise ArtifactNotFound()
+    if target.revision != head:
+        raise RevisionConflict("The target Experience has a newer revision.")
+
+
+def experience_propose(
+    *,
+    scope_id: str,
+    proposal: Proposal,
+    source_refs: list[dict],
+    artifact_refs: list[dict],
+    target: ArtifactRef | None = None,
+    reason: str | None = None,
+    proposed_by: str = AGENT,
+) -> dict[str, Any]:
+    """Create a pending candidate (version 1) and return its ArtifactCandidate.
+
+    ``target`` names the current revision of the Experience the proposal would revise.
+    Raises InvalidRequest (limits, no evidence), ArtifactNotFound (a cited or target
+    artifact revision that does not exist), RevisionConflict (a target that is not the
+    current revision). Nothing is searchable until a reviewer approves it.
+    """
+    proposal.validate()
+    _validate_refs(source_refs, artifact_refs)
+    _validate_reason("reason", reason)
+    now = timezone.now()
+    with transaction.atomic():
+        _check_artifact_refs(scope_id, artifact_refs)
+        if target is not None:
+            _check_target_is_head(scope_id, target)
+        candidate = Candidate.objects.create(
+            candidate_id=new_candidate_id(),
+            scope_id=scope_id,
+            family=EXPERIENCE_FAMILY,
+            version=1,
+            status=CandidateStatus.PENDING,
+            created_at=now,
+            updated_at=now,
+        )
+        version = CandidateVersion.objects.create(
+            candidate=candidate,
+            version=1,
+            **proposal.as_payload(),
+            source_refs=canonical_json(source_refs),
+            artifact_refs=canonical_json(artifact_refs),
+            target_artifact_id=None if target is None else target.artifact_id,
+            target_revision=None if target is None else target.revision,
+            reason=reason,
+            created_by=proposed_by,
+            created_at=now,
+        )
+    return candidate_payload(candidate, version)
+
+
+def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Candidate:
+    """The candidate, locked for this transaction, after the state checks.
+
+    On SQLite the write transaction itself (BEGIN IMMEDIATE) already serialises deciders;
+    elsewhere the row lock makes a second decider wait and then see the decision.
+    """
+    candidate = (
+        Candidate.objects.select_for_update()
+        .filter(scope_id=scope_id, candidate_id=candidate_id)
+        .first()
+    )
+    if candidate is None:
+        raise CandidateNotFound()
+    if candidate.status != CandidateStatus.PENDING:
+        raise CandidateTerminal()
+    if candidate.version != expected_version:
+        raise CandidateConflict()
+    return candidate
+
+
+def _move_candidate(candidate: Candidate, expected_version: int, **fields: Any) -> None:
+    """Compare-and-swap on (pending, expected_version): the lock above makes a miss
+    impossible, and this makes it impossible to rely on the lock alone."""
+    moved = Candidate.objects.filter(
+        pk=candidate.pk, status=CandidateStatus.PENDING, version=expected_version
+    ).update(**fields)
+    if moved != 1:
+        raise CandidateConflict()
+    for name, value in fields.items():
+        setattr(candidate, name, value)
+
+
+def candidate_revise(
+    *,
+    scope_id: str,
+    candidate_id: str,
+    expected_version: int,
+    proposal: Proposal,
+    reviewer: Any,
+    source_refs: list[dict] | None = None,
+    artifact_refs: list[dict] | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """Write version ``expected_version + 1`` of a pending candidate (a reviewer's edit).
+
+    Refs and reason left as None keep the previous version's; the target never changes.
+    Raises PermissionDenied, CandidateNotFound, CandidateTerminal, CandidateConflict,
+    InvalidRequest, ArtifactNotFound.
+    """
+    require_reviewer(reviewer)
+    proposal.validate()
+    _validate_reason("reason", reason)
+    now = timezone.now()
+    with transaction.atomic():
+        candidate = _lock_pending(scope_id, candidate_id, expected_version)
+        previous = current_version(candidate)
+        sources = _refs(previous.source_refs) if source_refs is None else source_refs
+        artifacts = _refs(previous.artifact_refs) if artifact_refs is None else artifact_refs
+        _validate_refs(sources, artifacts)
+        _check_artifact_refs(scope_id, artifacts)
+        new_version = expected_version + 1
+        _move_candidate(candidate, expected_version, version=new_version, updated_at=now)
+        version = CandidateVersion.objects.create(
+            candidate=candidate,
+            version=new_version,
+            **proposal.as_payload(),
+            source_refs=canonical_json(sources),
+            artifact_refs=canonical_json(artifacts),
+            target_artifact_id=previous.target_artifact_id,
+            target_revision=previous.target_revision,
+            reason=previous.reason if reason is None else reason,
+            created_by=reviewer_label(reviewer),
+            created_at=now,
+        )
+    return candidate_payload(candidate, version)
+
+
+def _refs(stored: str) -> list[dict]:
+    return json.loads(stored)
+
+
+# -- deciding -------------------------------------------------------------------------
+
+
+def experience_content(version: CandidateVersion) -> dict[str, Any]:
+    """What an Experience revision stores (canonical JSON in the kernel): the four fields,
+    the evidence, and which candidate version it was approved from."""
+    return {
+        **proposal_of(version).as_payload(),
+        "source_refs": _refs(version.source_refs),
+        "artifact_refs": _refs(version.artifact_refs),
+        "candidate": {"candidate_id": version.candidate_id, "version": version.version},
+    }
+
+
+def _write_experience(scope_id: str, version: CandidateVersion) -> tuple[str, int]:
+    """Create or revise the Experience the candidate version describes: move its head by
+    compare-and-swap with the new searchable_text, append the revision, and index it."""
+    if version.target_artifact_id is not None:
+        artifact_id, expected = version.target_artifact_id, version.target_revision
+        head = head_revision(scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id)
+        if head != expected:
+            raise RevisionConflict("The target Experience has moved on since it was proposed.")
+    else:
+        artifact_id, expected = new_experience_id(), 0
+    text = searchable_text(proposal_of(version))
+    previous_text = (
+        ArtifactHead.objects.filter(
+            scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id
+        )
+        .values_list("searchable_text", flat=True)
+        .first()
+    )
+    revision = head_advance(
+        scope_id=scope_id,
+        family=EXPERIENCE_FAMILY,
+        artifact_id=artifact_id,
+        expected_revision=expected,
+        searchable_text=text,
+    )
+    try:
+        revision_append(
+            scope_id=scope_id,
+            family=EXPERIENCE_FAMILY,
+            artifact_id=artifact_id,
+            revision=revision,
+            content=experience_content(version),
+        )
+    except IntegrityError as error:
+        # Another writer appended this revision: the chain must not fork.
+        raise RevisionConflict() from error
+    head_id = (
+        ArtifactHead.objects.filter(
+            scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id
+        )
+        .values_list("id", flat=True)
+        .get()
+    )
+    term_stats_adjust(scope_id=scope_id, removed=previous_text, added=text)
+    search_backend().experience_index(
+        head_id=head_id,
+        scope_id=scope_id,
+        artifact_id=artifact_id,
+        revision=revision,
+        searchable_text=text,
+    )
+    return artifact_id, revision
+
+
+def candidate_approve(
+    *, scope_id: str, candidate_id: str, expected_version: int, reviewer: Any
+) -> dict[str, Any]:
+    """Approve a pending candidate at ``expected_version``, in one transaction: create the
+    Experience (or revise its target), write the head's searchable_text and the index,
+    mark the candidate approved with the result artifact, and record who and when.
+
+    Of two reviewers approving at once exactly one succeeds; the other gets
+    CandidateTerminal. Raises PermissionDenied, CandidateNotFound, CandidateTerminal,
+    CandidateConflict (stale version), RevisionConflict (the target moved on). On any
+    error nothing is written.
+    """
+    require_reviewer(reviewer)
+    with transaction.atomic():
+        candidate = _lock_pending(scope_id, candidate_id, expected_version)
+        version = current_version(candidate)
+        artifact_id, revision = _write_experience(scope_id, version)
+        now = timezone.now()
+        _move_candidate(
+            candidate,
+            expected_version,
+            status=CandidateStatus.APPROVED,
+            result_artifact_id=artifact_id,
+            result_revision=revision,
+            decided_by=reviewer,
+            decided_by_username=reviewer.get_username(),
+            decided_at=now,
+            updated_at=now,
+        )
+    return candidate_payload(candidate, version)
+
+
+def candidate_reject(
+    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: Any
+) -> dict[str, Any]:
+    """Reject a pending candidate at ``expected_version`` with a reason (1..2000
+    characters, not blank), recording who and when. Nothing becomes searchable.
+
+    Raises PermissionDenied, InvalidRequest, CandidateNotFound, CandidateTerminal,
+    CandidateConflict.
+    """
+    require_reviewer(reviewer)
+    _validate_reason("reason", reason, required=True)
+    with transaction.atomic():
+        candidate = _lock_pending(scope_id, candidate_id, expected_version)
+        now = timezone.now()
+        _move_candidate(
+            candidate,
+            expected_version,
+            status=CandidateStatus.REJECTED,
+            decision_reason=reason,
+            decided_by=reviewer,
+            decided_by_username=reviewer.get_username(),
+            decided_at=now,
+            updated_at=now,
+        )
+        version = current_version(candidate)
+    return candidate_payload(candidate, version)
+
+
+# -- reviewer tokens ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    username: str
+    token: str
+    user_created: bool
+    can_review: bool
+
+
+class ReviewerNotFound(Exception):
+    """No such user (and ``create`` was not asked for)."""
+
+
+def reviewer_token_issue(*, username: str, create: bool = False) -> IssuedToken:
+    """Issue a new personal API token for ``username``, replacing any previous one.
+
+    With ``create``, a missing user is created (no password, so no admin login until one
+    is set) in the reviewer group. Only the token's hash is stored; the token is returned
+    once. Raises ReviewerNotFound.
+    """
+    user_model = get_user_model()
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        user = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
+        created = False
+        if user is None:
+            if not create:
+                raise ReviewerNotFound(username)
+            user = user_model.objects.create_user(**{user_model.USERNAME_FIELD: username})
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+            user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+            created = True
+        ReviewerToken.objects.update_or_create(
+            user=user, defaults={"token_hash": token_hash(token), "created_at": timezone.now()}
+        )
+    # A fresh instance: has_perm caches permissions per instance.
+    user = user_model.objects.get(pk=user.pk)
+    return IssuedToken(
+        username, token, created, user.is_active and user.has_perm(REVIEW_PERMISSION)
+    )
+
+
+def reviewer_token_revoke(*, username: str) -> bool:
+    """Delete ``username``'s token; False when there was none."""
+    user_model = get_user_model()
+    deleted, _ = ReviewerToken.objects.filter(
+        **{f"user__{user_model.USERNAME_FIELD}": username}
+    ).delete()
+    return deleted > 0

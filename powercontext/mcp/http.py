@@ -1,0 +1,270 @@
+"""Serving the MCP tools over Streamable HTTP at ``/mcp``, inside the WSGI server.
+
+The production server is WSGI (waitress); the SDK's Streamable HTTP transport is ASGI
+(Starlette). ``with_mcp`` puts both behind one WSGI callable: ``/mcp`` goes to the SDK's
+app through a2wsgi's ASGI-to-WSGI adapter, everything else to Django.
+
+Why this works without long-lived streams: the SDK runs in *stateless* mode with *JSON
+responses*. Each POST is one JSON-RPC exchange answered with one JSON body, so a waitress
+worker thread is busy only for the call itself, like any API request. There are no
+sessions to keep (any worker, any process can answer) and no SSE stream.
+
+The ASGI side runs on one event loop in a daemon thread, started on the first ``/mcp``
+request. The SDK's session manager needs its lifespan entered before it serves, which an
+ASGI server would do and a2wsgi does not; ``_AsgiLoop`` drives the lifespan itself.
+
+Checked here, before the SDK sees the request, with the API's own error shape:
+- the bearer token, exactly as for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set);
+- without a token (loopback-only serving), Host and Origin must name this machine, so a
+  web page cannot reach the tools through DNS rebinding;
+- the body size limit (413 ``payload_too_large``);
+- the method: POST only (405 otherwise; there is no stream to GET, no session to DELETE).
+Every response carries ``X-PowerContext-Request-ID`` and gets one access-log line (method,
+route, status, latency), like the API's.
+"""
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from powercontext.api.errors import error_body
+
+MCP_PATH = "/mcp"
+REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
+# As powercontext.middleware: a caller's own well-formed id is kept.
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_STARTUP_TIMEOUT_SECONDS = 30.0
+
+access_log = logging.getLogger("powercontext.access")
+logger = logging.getLogger("powercontext.mcp")
+
+WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
+
+
+def _json_response(
+    start_response: Callable, status: str, body: dict, extra: list[tuple[str, str]] = ()
+) -> list[bytes]:
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(data))),
+        *extra,
+    ]
+    start_response(status, headers)
+    return [data]
+
+
+def _token_ok(environ: dict, expected: str) -> bool:
+    parts = environ.get("HTTP_AUTHORIZATION", "").split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        return False
+    return hmac.compare_digest(parts[1].encode("utf-8", "surrogateescape"), expected.encode())
+
+
+def _host_of(value: str) -> str:
+    """The host part of a Host header value (``[::1]:8000`` -> ``::1``)."""
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _local_request(environ: dict) -> bool:
+    from powercontext.serving import is_loopback
+
+    host = environ.get("HTTP_HOST", "")
+    if not host or not is_loopback(_host_of(host)):
+        return False
+    origin = environ.get("HTTP_ORIGIN")
+    if origin is None:
+        return True
+    hostname = urlsplit(origin).hostname
+    return hostname is not None and is_loopback(hostname)
+
+
+class _AsgiLoop:
+    """An event loop in a daemon thread, running an ASGI app's lifespan."""
+
+    def __init__(self, app: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="powercontext-mcp", daemon=True
+        )
+        self._thread.start()
+        self._shutdown: asyncio.Event | None = None
+        self._lifespan: asyncio.Future | None = None
+        asyncio.run_coroutine_threadsafe(self._start(app), self.loop).result(
+            _STARTUP_TIMEOUT_SECONDS
+        )
+
+    async def _start(self, app: Any) -> None:
+        started: asyncio.Future = self.loop.create_future()
+        self._shutdown = asyncio.Event()
+        sent_startup = False
+
+        async def receive() -> dict:
+            nonlocal sent_startup
+            if not sent_startup:
+                sent_startup = True
+                return {"type": "lifespan.startup"}
+            await self._shutdown.wait()
+            return {"type": "lifespan.shutdown"}
+
+        async def send(message: dict) -> None:
+            if message["type"] == "lifespan.startup.complete" and not started.done():
+                started.set_result(None)
+            elif message["type"] == "lifespan.startup.failed" and not started.done():
+                started.set_exception(RuntimeError(message.get("message", "startup failed")))
+
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}}
+        self._lifespan = asyncio.ensure_future(app(scope, receive, send))
+        self._lifespan.add_done_callback(
+            lambda task: (
+                started.done()
+                or started.set_exception(RuntimeError("lifespan ended before startup"))
+            )
+        )
+        await started
+
+    def close(self) -> None:
+        """Run the lifespan's shutdown, then stop the loop."""
+
+        async def stop() -> None:
+            if self._shutdown is not None:
+                self._shutdown.set()
+            if self._lifespan is not None:
+                await asyncio.wait([self._lifespan], timeout=5)
+
+        if self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
+
+
+class McpApplication:
+    """The WSGI side of ``/mcp``: checks, then the SDK's app through a2wsgi."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wsgi: WSGIApp | None = None
+        self._loop: _AsgiLoop | None = None
+
+    def _app(self) -> WSGIApp:
+        with self._lock:
+            if self._wsgi is None:
+                from a2wsgi import ASGIMiddleware
+                from mcp.server.transport_security import TransportSecuritySettings
+
+                from powercontext.mcp.server import build_server
+
+                asgi = build_server().streamable_http_app(
+                    streamable_http_path=MCP_PATH,
+                    stateless_http=True,
+                    json_response=True,
+                    max_request_body_size=settings.POWERCONTEXT_MAX_BODY_BYTES,
+                    # Host and Origin are checked above, with the token policy in view.
+                    transport_security=TransportSecuritySettings(
+                        enable_dns_rebinding_protection=False
+                    ),
+                )
+                self._loop = _AsgiLoop(asgi)
+                self._wsgi = ASGIMiddleware(asgi, loop=self._loop.loop)
+            return self._wsgi
+
+    def close(self) -> None:
+        with self._lock:
+            if self._loop is not None:
+                self._loop.close()
+            self._loop = self._wsgi = None
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") != "POST":
+            # Stateless and JSON-only: no SSE stream to GET (the spec's answer is 405),
+            # no session to DELETE. A GET stream would also hold a worker thread forever.
+            return _json_response(
+                start_response,
+                "405 Method Not Allowed",
+                error_body("method_not_allowed", "Only POST is served at /mcp."),
+                [("Allow", "POST")],
+            )
+        expected = settings.POWERCONTEXT_API_TOKEN
+        if expected is not None:
+            if not _token_ok(environ, expected):
+                return _json_response(
+                    start_response,
+                    "401 Unauthorized",
+                    error_body("unauthorized", "A valid bearer token is required."),
+                    [("WWW-Authenticate", 'Bearer realm="powercontext"')],
+                )
+        elif not _local_request(environ):
+            return _json_response(
+                start_response,
+                "403 Forbidden",
+                error_body(
+                    "permission_denied",
+                    "Without an API token, /mcp answers requests addressed to this machine "
+                    "only (Host and Origin must be loopback).",
+                ),
+            )
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > settings.POWERCONTEXT_MAX_BODY_BYTES:
+            return _json_response(
+                start_response,
+                "413 Request Entity Too Large",
+                error_body("payload_too_large", "The request body is too large."),
+            )
+        return self._app()(environ, start_response)
+
+
+def with_mcp(django_app: WSGIApp, mcp_app: McpApplication | None = None) -> WSGIApp:
+    """One WSGI callable: ``/mcp`` to the MCP tools, anything else to ``django_app``."""
+    mcp = mcp_app if mcp_app is not None else McpApplication()
+
+    def application(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "") != MCP_PATH:
+            return django_app(environ, start_response)
+        return _logged(mcp, environ, start_response)
+
+    application.mcp = mcp  # type: ignore[attr-defined]
+    return application
+
+
+def _logged(app: WSGIApp, environ: dict, start_response: Callable) -> Iterable[bytes]:
+    """Request id header and one access-log line, as the API's middleware does."""
+    incoming = environ.get("HTTP_X_POWERCONTEXT_REQUEST_ID", "")
+    request_id = incoming if _SAFE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+    started = time.perf_counter()
+    status_line = ["500"]
+
+    def start(status: str, headers: list, exc_info: Any = None) -> Callable:
+        status_line[0] = status.split(" ", 1)[0]
+        headers = [(k, v) for k, v in headers if k.lower() != REQUEST_ID_HEADER.lower()]
+        headers.append((REQUEST_ID_HEADER, request_id))
+        return (
+            start_response(status, headers, exc_info)
+            if exc_info
+            else start_response(status, headers)
+        )
+
+    try:
+        yield from app(environ, start)
+    finally:
+        access_log.info(
+            "%s %s %s %.1fms",
+            environ.get("REQUEST_METHOD", ""),
+            MCP_PATH,
+            status_line[0],
+            (time.perf_counter() - started) * 1000,
+        )

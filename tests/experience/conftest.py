@@ -1,0 +1,79 @@
+"""Fixtures for the Experience tests: reviewers with personal tokens, and proposals."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from experience import services
+from tests.conftest import ApiClient
+
+SCOPE = "scope-a"
+
+
+def proposal(lesson="Run the migration tests after changing persistence.", **overrides):
+    return {
+        "situation": overrides.pop("situation", "A schema change broke the nightly import."),
+        "action": overrides.pop("action", "We added a migration test for the importer."),
+        "outcome": overrides.pop("outcome", "The next schema change was caught in CI."),
+        "lesson": lesson,
+    }
+
+
+SOURCE = {"name": "content", "source_id": "prompt-1"}
+
+
+@pytest.fixture
+def reviewer(db):
+    issued = services.reviewer_token_issue(username="rita", create=True)
+    user = get_user_model().objects.get(username="rita")
+    user.token = issued.token
+    return user
+
+
+@pytest.fixture
+def reviewer_api(client, reviewer):
+    return ApiClient(client, token=reviewer.token)
+
+
+@pytest.fixture
+def propose(api):
+    def _propose(lesson="Run the migration tests after changing persistence.", **extra):
+        body = {
+            "scope_id": extra.pop("scope_id", SCOPE),
+            "proposal": extra.pop("proposal", None) or proposal(lesson),
+            "source_refs": extra.pop("source_refs", [SOURCE]),
+            **extra,
+        }
+        return api.ok("/v1/experience/propose", body, status=201)
+
+    return _propose
+
+
+@pytest.fixture
+def approve(reviewer_api):
+    def _approve(candidate, scope_id=SCOPE):
+        return reviewer_api.ok(
+            "/v1/artifact-candidates/approve",
+            {
+                "scope_id": scope_id,
+                "candidate_id": candidate["candidate_id"],
+                "expected_version": candidate["version"],
+            },
+        )
+
+    return _approve
+
+
+@pytest.fixture
+def reject(reviewer_api):
+    def _reject(candidate, reason="Not a lesson, just a log line.", scope_id=SCOPE):
+        return reviewer_api.ok(
+            "/v1/artifact-candidates/reject",
+            {
+                "scope_id": scope_id,
+                "candidate_id": candidate["candidate_id"],
+                "expected_version": candidate["version"],
+                "reason": reason,
+            },
+        )
+
+    return _reject

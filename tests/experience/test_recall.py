@@ -1,0 +1,169 @@
+"""Approved Experience in search and in the Context Pack; pending and rejected never."""
+
+import json
+
+import pytest
+from django.db import connection
+
+from contextpack.builder import ArtifactRef, ExperienceHit, PreparedContextBuilder
+from experience.rebuild import experience_integrity_problems, experience_rebuild_index
+from experience.selectors import ExperienceIndexInconsistent, experience_search_at
+from powercontext.models import ArtifactHead
+from tests.conftest import engine, sqlite_only
+from tests.experience.conftest import SCOPE, proposal
+
+pytestmark = pytest.mark.django_db
+
+QUERY = "Why did the nightly importer break after the schema migration?"
+
+
+def _lessons(hits):
+    return [hit.lesson for hit in hits]
+
+
+def _pack_items(content):
+    body = content.split("BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1\n", 1)[1]
+    return json.loads(body.rsplit("\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1", 1)[0])["items"]
+
+
+def _propose_about(propose, lesson):
+    # Every field matches the query as well as the approved one does.
+    return propose(
+        proposal=proposal(
+            lesson,
+            situation="The nightly importer broke after the schema migration.",
+            action="Investigated why the importer broke.",
+            outcome="Importer fixed after the migration.",
+        )
+    )
+
+
+def test_only_approved_experience_is_searchable(propose, approve, reject):
+    approved = approve(_propose_about(propose, "Approved: test the importer on migrations."))
+    _propose_about(propose, "Pending: nightly importer schema migration broke.")
+    reject(_propose_about(propose, "Rejected: nightly importer schema migration broke."))
+    hits = experience_search_at(scope_id=SCOPE, query=QUERY, limit=8)
+    assert _lessons(hits) == ["Approved: test the importer on migrations."]
+    assert (hits[0].family, hits[0].artifact_id, hits[0].revision) == (
+        "experience",
+        approved["result_artifact"]["artifact_id"],
+        1,
+    )
+    # However well the query matches a pending or rejected lesson's exact words.
+    for words in ["Pending: nightly importer", "Rejected: nightly importer schema migration"]:
+        lessons = _lessons(experience_search_at(scope_id=SCOPE, query=words, limit=8))
+        assert all(lesson.startswith("Approved") for lesson in lessons), words
+
+
+def test_search_is_scoped(propose, approve):
+    approve(propose("Scope A lesson about flaky importers."))
+    assert experience_search_at(scope_id="scope-b", query="flaky importers", limit=8) == []
+
+
+def test_search_names_the_current_revision_after_a_revision(propose, approve):
+    first = approve(propose("Cache the wheel builds."))["result_artifact"]
+    approve(propose("Cache the wheel builds per Python version.", target=first))
+    hits = experience_search_at(scope_id=SCOPE, query="wheel builds", limit=8)
+    assert [(hit.revision, hit.lesson) for hit in hits] == [
+        (2, "Cache the wheel builds per Python version.")
+    ]
+
+
+def test_search_text_is_deterministic_and_on_the_head(propose, approve):
+    artifact = approve(propose("Ünïcödé lesson, 缓存 builds."))["result_artifact"]
+    head = ArtifactHead.objects.get(family="experience", artifact_id=artifact["artifact_id"])
+    assert "ünïcödé" in head.searchable_text.split()
+    assert "缓存" in head.searchable_text.split()
+    assert experience_search_at(scope_id=SCOPE, query="缓存", limit=8)[0].revision == 1
+
+
+def test_pack_built_from_search_hits_cites_the_exact_revision(propose, approve, reject):
+    artifact = approve(_propose_about(propose, "Approved: test the importer on migrations."))[
+        "result_artifact"
+    ]
+    reject(_propose_about(propose, "Rejected: importer."))
+    _propose_about(propose, "Pending: importer.")
+    hits = experience_search_at(scope_id=SCOPE, query=QUERY, limit=8)
+    pack = PreparedContextBuilder().build(
+        head=ArtifactRef("memory", "memory", 1),
+        memory_hits=[],
+        experience_hits=[
+            ExperienceHit(
+                ArtifactRef(hit.family, hit.artifact_id, hit.revision),
+                hit.situation,
+                hit.action,
+                hit.outcome,
+                hit.lesson,
+            )
+            for hit in hits
+        ],
+        max_bytes=8000,
+    )
+    assert pack.status == "ready"
+    items = _pack_items(pack.content)
+    assert [item["citation"] for item in items] == [{"artifact_ref": artifact}]
+    assert "Lesson: Approved: test the importer on migrations." in items[0]["content"]
+    assert "Rejected" not in pack.content
+    assert "Pending" not in pack.content
+
+
+def test_rebuild_restores_the_index_and_searchable_text(propose, approve):
+    approve(propose("Rotate the signing key yearly."))
+    ArtifactHead.objects.filter(family="experience").update(searchable_text="")
+    if engine() == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM experience_head_fts")
+    assert experience_search_at(scope_id=SCOPE, query="signing key", limit=8) == []
+    assert any("stale searchable_text" in p for p in experience_integrity_problems())
+    assert experience_rebuild_index() == 1
+    assert _lessons(experience_search_at(scope_id=SCOPE, query="signing key", limit=8)) == [
+        "Rotate the signing key yearly."
+    ]
+    assert experience_integrity_problems() == []
+
+
+@sqlite_only("OceanBase's FULLTEXT index lives on the head row and cannot go stale")
+def test_a_stale_index_row_is_an_internal_error_not_a_wrong_citation(propose, approve):
+    approve(propose("Keep the lockfile committed."))
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE experience_head_fts SET revision = 7")
+    with pytest.raises(ExperienceIndexInconsistent):
+        experience_search_at(scope_id=SCOPE, query="lockfile", limit=8)
+
+
+def test_user_text_never_becomes_query_syntax(propose, approve):
+    approve(propose("Quote the NEAR operator properly."))
+    for query in ['"', "NEAR(", "a AND -b *", "scope_token : x", "\x00 😀 )"]:
+        experience_search_at(scope_id=SCOPE, query=query, limit=8)
+
+
+# -- the Context Pack over HTTP (POST /v1/context/prepare) -------------------------------
+
+
+def test_context_pack_has_approved_lesson_and_never_pending_or_rejected(
+    api, propose, approve, reject
+):
+    artifact = approve(_propose_about(propose, "Approved: test the importer on migrations."))[
+        "result_artifact"
+    ]
+    _propose_about(propose, "Pending: nightly importer schema migration broke.")
+    reject(_propose_about(propose, "Rejected: nightly importer schema migration broke."))
+    pack = api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": QUERY, "max_bytes": 8000})
+    assert pack["status"] == "ready"
+    items = _pack_items(pack["content"])
+    experience = [item for item in items if item.get("kind") == "experience"]
+    assert [item["citation"] for item in experience] == [{"artifact_ref": artifact}]
+    assert "Pending" not in pack["content"]
+    assert "Rejected" not in pack["content"]
+
+
+def test_context_pack_is_empty_when_only_pending_or_rejected_match(api, propose, reject):
+    _propose_about(propose, "Pending: nightly importer schema migration broke.")
+    reject(_propose_about(propose, "Rejected: nightly importer schema migration broke."))
+    pack = api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": QUERY, "max_bytes": 8000})
+    assert pack == {
+        "schema": "powercontext.prepared-context.v1",
+        "status": "empty",
+        "content": None,
+        "content_bytes": 0,
+    }
