@@ -42,8 +42,16 @@ def post(base, path, body):
 @pytest.fixture(scope="module")
 def powercontext_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("powercontext-home")
-    env = dict(os.environ, POWERCONTEXT_HOME=str(home), POWERCONTEXT_API_TOKEN=TOKEN)
+    # The hook sees only HTTP, so the embedded default database serves it on every run
+    # of the suite (the OceanBase run included).
+    env = dict(
+        os.environ,
+        POWERCONTEXT_HOME=str(home),
+        POWERCONTEXT_API_TOKEN=TOKEN,
+        DJANGO_SETTINGS_MODULE="powercontext.settings",
+    )
     env.pop("POWERCONTEXT_DATABASE_URL", None)
+    env.pop("POWERCONTEXT_TEST_DATABASE", None)
     manage = str(REPO_ROOT / "manage.py")
     subprocess.run(
         [sys.executable, manage, "migrate", "--noinput"],

@@ -1,0 +1,446 @@
+"""Memory benchmark: write cost vs. size, search vs. raw FTS5, rebuild_index throughput.
+
+    .venv/bin/python bench/memory_bench.py                  # 1,000 / 50,000 / 100,000
+    .venv/bin/python bench/memory_bench.py --ci             # small, for CI (a smoke run)
+
+Everything runs against a fresh data directory and the real server (``manage.py serve``
+on 127.0.0.1, port 0). The first ``--entries-small`` entries are seeded through the
+served HTTP API; the rest (up to ``--entries-large`` and ``--search-entries``) directly
+through the Memory services (``memory_remember``, one transaction each: the server's own
+write path minus HTTP), which the output says. Then:
+
+- remember: median (and p90) latency of ``--samples`` HTTP remembers at the small and at
+  the large size, same run; target: large <= 1.5 x small;
+- search: every query of ``--queries`` (>= 200) through HTTP at ``--search-entries``,
+  against the raw FTS5 statement the backend issues for the same selected terms, run
+  with Python's sqlite3 on the same file; target: median and p99 <= raw + 5 ms;
+- rebuild_index at ``--search-entries``: entries per second and peak RSS of the process,
+  once with nothing to repair (while searches run against the server) and once after the
+  projection was wiped; then check_integrity on the result, which must pass.
+
+Prints one table. Targets are reported, not enforced, unless ``--enforce`` is given: this
+is a measurement, not a timed test.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from bench.corpus import memories  # noqa: E402
+
+SCOPE = "bench:memory"
+READY = re.compile(r"PowerContext serving on http://([0-9.]+):(\d+)/")
+REBUILD_LINE = re.compile(r"memory: (\d+) active entries .* checked in ([0-9.]+)s")
+START_TIMEOUT = 120
+# The statement SqliteSearchBackend.memory_match issues, with sqlite3's "?" placeholders.
+RAW_MATCH_SQL = (
+    "SELECT e.entry_id, e.entry_version_id, bm25(memory_activeentry_fts, 0.0, 1.0) AS rank "
+    "FROM memory_activeentry_fts JOIN memory_memoryactiveentry e "
+    "ON e.id = memory_activeentry_fts.rowid "
+    "WHERE memory_activeentry_fts MATCH ? ORDER BY rank, e.entry_id LIMIT ?"
+)
+SEARCH_LIMIT = 10
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class ServedApi:
+    """``manage.py serve`` in a subprocess, and a keep-alive HTTP client to it."""
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.log = open(home / "server.log", "w")  # closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", "0"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        self.host, self.port = self._wait_ready()
+        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
+
+    def _wait_ready(self) -> tuple[str, int]:
+        found: list[tuple[str, int]] = []
+
+        def read() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                match = READY.search(line)
+                if match and not found:
+                    found.append((match.group(1), int(match.group(2))))
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not found:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start; see server.log")
+            time.sleep(0.05)
+        return found[0]
+
+    def post(self, path: str, body: dict, connection: http.client.HTTPConnection | None = None):
+        connection = connection or self.connection
+        data = json.dumps(body).encode()
+        started = time.perf_counter()
+        connection.request("POST", path, data, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        payload = response.read()
+        elapsed = time.perf_counter() - started
+        if response.status != 200:
+            raise RuntimeError(f"{path} answered {response.status}: {payload[:200]!r}")
+        return json.loads(payload), elapsed
+
+    def stop(self) -> None:
+        self.connection.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+def run_measured(args: list[str], env: dict[str, str]) -> tuple[str, float, int]:
+    """(stdout, wall seconds, peak RSS in KiB) of one manage.py command in its own
+    process; the RSS is that child's own, from wait4()."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=env, stdout=out, stderr=err
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed: {stderr[-2000:]}{stdout[-2000:]}")
+    return stdout, wall, usage.ru_maxrss  # KiB on Linux
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.home = Path(args.data_dir or tempfile.mkdtemp(prefix="powercontext-bench-"))
+        if (self.home / "powercontext.sqlite3").exists():
+            raise SystemExit(f"{self.home} already holds a database: give a fresh directory")
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            **os.environ,
+            "POWERCONTEXT_HOME": str(self.home),
+            "DJANGO_SETTINGS_MODULE": "powercontext.settings",
+        }
+        self.env.pop("POWERCONTEXT_DATABASE_URL", None)
+        self.env.pop("POWERCONTEXT_API_TOKEN", None)
+        os.environ.update(self.env)
+        os.environ.pop("POWERCONTEXT_DATABASE_URL", None)
+        os.environ.pop("POWERCONTEXT_API_TOKEN", None)
+        self.corpus = memories(args.seed)
+        self.count = 0
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def row(self, metric: str, value: str, target: str = "", verdict: str = "") -> None:
+        self.rows.append((metric, value, target, verdict))
+
+    def remember_http(self, api: ServedApi) -> float:
+        kind, text = next(self.corpus)
+        result, elapsed = api.post(
+            "/v1/memory/remember", {"scope_id": SCOPE, "kind": kind, "text": text}
+        )
+        assert result["entry"] is not None
+        self.count += 1
+        return elapsed
+
+    def seed_services(self, until: int) -> float:
+        from memory.services import memory_remember
+
+        started = time.perf_counter()
+        while self.count < until:
+            kind, text = next(self.corpus)
+            result = memory_remember(scope_id=SCOPE, kind=kind, text=text)
+            assert result.entry is not None
+            self.count += 1
+        return time.perf_counter() - started
+
+    def remember_samples(self, api: ServedApi) -> list[float]:
+        return [self.remember_http(api) for _ in range(self.args.samples)]
+
+    def run(self) -> int:
+        api = ServedApi(self.home, self.env)
+        try:
+            import django
+
+            django.setup()
+            return self._measure(api)
+        finally:
+            api.stop()
+
+    def _measure(self, api: ServedApi) -> int:
+        args = self.args
+        started = time.perf_counter()
+        while self.count < args.entries_small:
+            self.remember_http(api)
+        http_seed = time.perf_counter() - started
+        small_at = self.count
+        small = self.remember_samples(api)
+
+        services_seconds = self.seed_services(args.entries_large)
+        large_at = self.count
+        large = self.remember_samples(api)
+        services_seconds += self.seed_services(args.search_entries)
+        services_seeded = self.count - small_at - 2 * args.samples
+        self.row(
+            "seeding",
+            f"{small_at:,} via HTTP ({http_seed:.1f}s); {services_seeded:,} via services "
+            f"({services_seeded / max(services_seconds, 1e-9):,.0f}/s)",
+        )
+
+        ratio = statistics.median(large) / statistics.median(small)
+        self.row(
+            f"remember median @ {small_at:,} (HTTP)",
+            f"{statistics.median(small) * 1000:.2f} ms (p90 {percentile(small, 0.9) * 1000:.2f})",
+        )
+        self.row(
+            f"remember median @ {large_at:,} (HTTP)",
+            f"{statistics.median(large) * 1000:.2f} ms (p90 {percentile(large, 0.9) * 1000:.2f})",
+        )
+        ok_ratio = ratio <= 1.5
+        self.row("remember large / small", f"{ratio:.2f}x", "<= 1.5x", _verdict(ok_ratio))
+
+        ok_search = self._search(api)
+        ok_rebuild = self._rebuild(api)
+        self._print()
+        passed = ok_ratio and ok_search and ok_rebuild
+        return 0 if passed or not args.enforce else 1
+
+    # -- search ------------------------------------------------------------------------
+
+    def _search(self, api: ServedApi) -> bool:
+        from django.conf import settings
+
+        from memory.term_stats import term_frequencies
+        from powercontext import analyzer
+        from powercontext.search.policy import select_terms
+        from powercontext.search.sqlite import match_expression
+
+        queries = load_queries(self.args.queries)
+        raw = sqlite3.connect(settings.DATABASES["default"]["NAME"])
+        plans = []
+        for query in queries:
+            terms = analyzer.query_terms(query)
+            # Term selection as memory.selectors does it; only the MATCH is timed raw.
+            frequencies, documents = term_frequencies(scope_id=SCOPE, terms=terms)
+            selected = select_terms(terms, frequencies, documents)
+            plans.append((query, match_expression(SCOPE, selected) if selected else None))
+
+        def raw_query(expression: str | None) -> tuple[list[str], float]:
+            if expression is None:
+                return [], 0.0
+            began = time.perf_counter()
+            rows = raw.execute(RAW_MATCH_SQL, [expression, SEARCH_LIMIT]).fetchall()
+            return [row[0] for row in rows], time.perf_counter() - began
+
+        # Warm both paths (page cache, statement caches) before measuring.
+        for query, expression in plans:
+            api.post(
+                "/v1/memory/search", {"scope_id": SCOPE, "query": query, "limit": SEARCH_LIMIT}
+            )
+            raw_query(expression)
+        http_times, raw_times, mismatches, empty = [], [], 0, 0
+        for _ in range(self.args.rounds):
+            for query, expression in plans:
+                body = {"scope_id": SCOPE, "query": query, "limit": SEARCH_LIMIT}
+                result, elapsed = api.post("/v1/memory/search", body)
+                ids, raw_elapsed = raw_query(expression)
+                http_times.append(elapsed)
+                raw_times.append(raw_elapsed)
+                mismatches += [hit["citation"]["entry_id"] for hit in result["hits"]] != ids
+                empty += not result["hits"]
+        raw.close()
+        samples = len(http_times)
+        medians = statistics.median(http_times), statistics.median(raw_times)
+        p99s = percentile(http_times, 0.99), percentile(raw_times, 0.99)
+        ok_median = medians[0] <= medians[1] + 0.005
+        ok_p99 = p99s[0] <= p99s[1] + 0.005
+        self.row(
+            f"search @ {self.count:,}: queries",
+            f"{len(plans)} x {self.args.rounds} rounds; {empty // self.args.rounds} without hits; "
+            f"{mismatches} result mismatches vs raw",
+        )
+        self.row(
+            "search median: HTTP / raw FTS5",
+            f"{medians[0] * 1000:.2f} / {medians[1] * 1000:.2f} ms",
+            "HTTP <= raw + 5 ms",
+            _verdict(ok_median),
+        )
+        self.row(
+            "search p99: HTTP / raw FTS5",
+            f"{p99s[0] * 1000:.2f} / {p99s[1] * 1000:.2f} ms (n={samples})",
+            "HTTP <= raw + 5 ms",
+            _verdict(ok_p99),
+        )
+        return ok_median and ok_p99 and mismatches == 0
+
+    # -- rebuild_index and check_integrity ---------------------------------------------
+
+    def _rebuild(self, api: ServedApi) -> bool:
+        # 1. Nothing to repair, while the server keeps answering searches.
+        probe = SearchProbe(api, "run the tests before pushing")
+        probe.start()
+        output, wall, rss = run_measured(["rebuild_index"], self.env)
+        probe.stop()
+        entries, seconds = _parse_rebuild(output)
+        self.row(
+            f"rebuild_index @ {entries:,}, up to date",
+            f"{entries / seconds:,.0f} entries/s ({seconds:.1f}s; process {wall:.1f}s)",
+            "",
+            "",
+        )
+        self.row("  peak RSS", f"{rss / 1024:.0f} MiB")
+        self.row(
+            "  searches served during it",
+            f"{probe.count} (hit counts seen: {sorted(probe.hit_counts)}; "
+            f"max {probe.slowest * 1000:.0f} ms)",
+            "never fewer hits",
+            _verdict(len(probe.hit_counts) == 1 and probe.errors == 0),
+        )
+        # 2. Every projection row lost: the whole projection and index are rewritten.
+        from django.conf import settings
+
+        with sqlite3.connect(settings.DATABASES["default"]["NAME"]) as raw:
+            raw.execute("DELETE FROM memory_memoryactiveentry")
+        output, wall, rss = run_measured(["rebuild_index"], self.env)
+        entries, seconds = _parse_rebuild(output)
+        self.row(
+            f"rebuild_index @ {entries:,}, projection wiped",
+            f"{entries / seconds:,.0f} entries/s ({seconds:.1f}s; process {wall:.1f}s)",
+        )
+        self.row("  peak RSS", f"{rss / 1024:.0f} MiB")
+        # 3. The result (and the seeding) is consistent.
+        output, wall, rss = run_measured(["check_integrity"], self.env)
+        self.row(
+            f"check_integrity @ {self.count:,}",
+            f"passed in {wall:.1f}s, peak RSS {rss / 1024:.0f} MiB",
+        )
+        return len(probe.hit_counts) == 1 and probe.errors == 0
+
+    def _print(self) -> None:
+        """One Markdown table, ready to paste into an issue."""
+        header = ("measure", "value", "target", "")
+        widths = [max(len(row[i]) for row in [header, *self.rows]) for i in range(4)]
+
+        def line(cells: tuple[str, ...]) -> str:
+            padded = (cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+            return "| " + " | ".join(padded) + " |"
+
+        print(f"PowerContext memory benchmark (data: {self.home})")
+        print(line(header))
+        print("|" + "|".join("-" * (width + 2) for width in widths) + "|")
+        for row in self.rows:
+            print(line(row))
+
+
+class SearchProbe:
+    """Searches the server in a loop on its own connection, recording hit counts."""
+
+    def __init__(self, api: ServedApi, query: str) -> None:
+        self.api, self.query = api, query
+        self.hit_counts: set[int] = set()
+        self.count = self.errors = 0
+        self.slowest = 0.0
+        self.running = True
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        connection = http.client.HTTPConnection(self.api.host, self.api.port, timeout=60)
+        body = {"scope_id": SCOPE, "query": self.query, "limit": 50}
+        while self.running:
+            try:
+                result, elapsed = self.api.post("/v1/memory/search", body, connection)
+            except (RuntimeError, OSError, http.client.HTTPException):
+                self.errors += 1
+                connection.close()
+                connection = http.client.HTTPConnection(self.api.host, self.api.port, timeout=60)
+                continue
+            self.count += 1
+            self.hit_counts.add(len(result["hits"]))
+            self.slowest = max(self.slowest, elapsed)
+        connection.close()
+
+    def start(self) -> None:
+        self.thread.start()
+        while not self.count and self.thread.is_alive():
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join()
+
+
+def _parse_rebuild(output: str) -> tuple[int, float]:
+    match = REBUILD_LINE.search(output)
+    if not match:
+        raise RuntimeError(f"unexpected rebuild_index output: {output!r}")
+    return int(match.group(1)), max(float(match.group(2)), 1e-9)
+
+
+def _verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def load_queries(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries-small", type=int, default=1000)
+    parser.add_argument("--entries-large", type=int, default=50000)
+    parser.add_argument("--search-entries", type=int, default=100000)
+    parser.add_argument("--samples", type=int, default=300, help="remembers timed per size")
+    parser.add_argument("--rounds", type=int, default=3, help="passes over the query set")
+    parser.add_argument(
+        "--queries", type=Path, default=REPO_ROOT / "bench" / "queries" / "search_queries.txt"
+    )
+    parser.add_argument("--seed", type=int, default=28, help="corpus seed")
+    parser.add_argument("--data-dir", help="a fresh directory (default: a new temp dir)")
+    parser.add_argument("--enforce", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--ci", action="store_true", help="a small configuration that finishes in seconds"
+    )
+    args = parser.parse_args(argv)
+    if args.ci:
+        args.entries_small, args.entries_large, args.search_entries = 100, 400, 600
+        args.samples, args.rounds = 20, 1
+    if not 0 < args.entries_small <= args.entries_large <= args.search_entries:
+        parser.error("need 0 < --entries-small <= --entries-large <= --search-entries")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    return Bench(parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Rebuilding and checking what is derived from the authoritative tables (DESIGN.md §3).
+
+The kernel owns the artifact hash chain, which every family shares; each family owns
+its derived projections and full-text indexes and registers three functions here:
+
+- ``rebuild(*, scope_id, chunk_size, progress) -> RebuildReport``: make the family's
+  derived state equal what its authoritative rows say, in one transaction per call (a
+  reader sees the old state or the new one, never a mix), idempotently;
+- ``check(*, scope_id) -> list[CheckResult]``: the family's integrity checks;
+- ``index_status() -> str | None``: a cheap "is the index there at all" probe for
+  start-up (None when usable).
+
+A family plugs in by adding one ``Family`` line to ``FAMILIES`` below (Experience:
+``Family("experience", "experience.rebuild.experience_rebuild", ...)``). Paths are
+imported lazily so the kernel imports no family at import time.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.module_loading import import_string
+
+from powercontext.artifacts import GENESIS_HASH, chain_hash
+from powercontext.models import ArtifactHead, ArtifactRevision
+from powercontext.snapshot import read_snapshot
+
+# (done, total): called after each chunk; total is fixed for one rebuild.
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that is not as the authoritative tables say it must be."""
+
+    check: str
+    scope_id: str | None
+    subject: str
+    message: str
+
+    def __str__(self) -> str:
+        where = "" if self.scope_id is None else f"[{self.scope_id}] "
+        return f"{self.check}: {where}{self.subject}: {self.message}"
+
+
+@dataclass
+class CheckResult:
+    """``checked`` counts the items looked at (revisions, rows, versions ...)."""
+
+    check: str
+    checked: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    # Set when the check could not run here (e.g. a backend without an index check).
+    skipped: str | None = None
+
+    def add(self, scope_id: str | None, subject: str, message: str) -> None:
+        self.findings.append(Finding(self.check, scope_id, subject, message))
+
+
+@dataclass
+class RebuildReport:
+    family: str
+    scopes: int = 0
+    # Authoritative items the derived state was compared against, and what they are.
+    entries: int = 0
+    unit: str = "active entries"
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    # What happened to the full-text index, in words.
+    index: str = ""
+    seconds: float = 0.0
+    # Rows repaired in the family's other derived tables, by name.
+    derived: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return self.inserted + self.updated + self.deleted + sum(self.derived.values())
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    rebuild: str
+    check: str
+    index_status: str
+
+    def load(self, attribute: str) -> Callable[..., Any]:
+        return import_string(getattr(self, attribute))
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "memory",
+        rebuild="memory.rebuild.memory_rebuild",
+        check="memory.integrity.memory_check",
+        index_status="memory.rebuild.memory_index_problem",
+    ),
+    # Adapters over experience.rebuild until it offers these signatures itself.
+    Family(
+        "experience",
+        rebuild="powercontext.maintenance.experience_rebuild",
+        check="powercontext.maintenance.experience_check",
+        index_status="powercontext.maintenance.experience_index_status",
+    ),
+)
+
+
+def families(only: str | None = None) -> list[Family]:
+    return [family for family in FAMILIES if only is None or family.name == only]
+
+
+def rebuild(
+    *,
+    scope_id: str | None = None,
+    chunk_size: int = 1000,
+    progress: Callable[[str], Progress | None] | None = None,
+    family_name: str | None = None,
+) -> list[RebuildReport]:
+    """Rebuild every family's (or one family's) derived state; ``progress(family)`` may
+    return a callback for that family's chunks."""
+    reports = []
+    for family in families(family_name):
+        callback = progress(family.name) if progress else None
+        reports.append(
+            family.load("rebuild")(scope_id=scope_id, chunk_size=chunk_size, progress=callback)
+        )
+    return reports
+
+
+def check(*, scope_id: str | None = None) -> list[CheckResult]:
+    """Every integrity check: the kernel's hash chains first, then each family's. Each
+    check reads what it compares inside one snapshot, so it is safe while serving."""
+    with read_snapshot():
+        results = [artifact_chain_check(scope_id=scope_id)]
+    for family in FAMILIES:
+        results.extend(family.load("check")(scope_id=scope_id))
+    return results
+
+
+def missing_indexes() -> dict[str, str]:
+    """{family: problem} for each family whose index is not usable."""
+    problems = {}
+    for family in FAMILIES:
+        problem = family.load("index_status")()
+        if problem:
+            problems[family.name] = problem
+    return problems
+
+
+# -- Experience (global: its rebuild and checks take no scope yet) ----------------------
+
+
+def experience_rebuild(
+    *, scope_id: str | None = None, chunk_size: int = 1000, progress: Progress | None = None
+) -> RebuildReport:
+    from experience.rebuild import experience_rebuild_index
+
+    started = time.monotonic()
+    heads = experience_rebuild_index()
+    if progress:
+        progress(heads, heads)
+    return RebuildReport(
+        "experience",
+        scopes=_experience_heads().values("scope_id").distinct().count(),
+        entries=heads,
+        unit="approved heads",
+        index="rebuilt (all scopes)",
+        seconds=time.monotonic() - started,
+    )
+
+
+def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
+    from experience.rebuild import experience_integrity_problems
+
+    result = CheckResult("experience", checked=_experience_heads().count())
+    for problem in experience_integrity_problems():
+        result.add(None, "experience (all scopes)", problem)
+    return [result]
+
+
+def experience_index_status() -> str | None:
+    from powercontext.search import search_backend
+
+    return search_backend().experience_index_status()
+
+
+def _experience_heads() -> Any:
+    return ArtifactHead.objects.filter(family="experience")
+
+
+# -- the kernel's check: every artifact's revision hash chain --------------------------
+
+
+def artifact_chain_check(*, scope_id: str | None = None) -> CheckResult:
+    """Per (scope, family, artifact): revisions 1..n without gaps, each chained to the
+    previous one's hash, each hash recomputed from its stored content, and a head that
+    names exactly revision n."""
+    result = CheckResult("artifact.chain")
+    heads: dict[tuple[str, str, str], int] = {
+        (scope, family, artifact): revision
+        for scope, family, artifact, revision in _scoped(ArtifactHead, scope_id).values_list(
+            "scope_id", "family", "artifact_id", "revision"
+        )
+    }
+    seen: set[tuple[str, str, str]] = set()
+
+    def close(key: tuple[str, str, str], last: int) -> None:
+        scope, family, artifact = key
+        head = heads.get(key)
+        if head is None:
+            result.add(scope, f"{family}/{artifact}", f"has revisions up to {last} but no head")
+        elif head != last:
+            result.add(
+                scope,
+                f"{family}/{artifact}",
+                f"head names revision {head}, latest revision is {last}",
+            )
+
+    # Streamed in chain order, so a long history is never held in memory at once.
+    rows = (
+        _scoped(ArtifactRevision, scope_id)
+        .order_by("scope_id", "family", "artifact_id", "revision")
+        .values_list(
+            "scope_id",
+            "family",
+            "artifact_id",
+            "revision",
+            "content",
+            "previous_hash",
+            "revision_hash",
+        )
+        .iterator(chunk_size=2000)
+    )
+    current: tuple[str, str, str] | None = None
+    expected, previous = 1, GENESIS_HASH
+    for scope, family, artifact, revision, content, previous_hash, revision_hash in rows:
+        key = (scope, family, artifact)
+        if key != current:
+            if current is not None:
+                close(current, expected - 1)
+            current, expected, previous = key, 1, GENESIS_HASH
+            seen.add(key)
+        result.checked += 1
+        where = f"{family}/{artifact}@{revision}"
+        if revision != expected:
+            result.add(scope, where, f"expected revision {expected} here (gap or duplicate)")
+        if previous_hash != previous:
+            result.add(scope, where, "previous_hash does not match the prior revision's hash")
+        if chain_hash(previous_hash, content) != revision_hash:
+            result.add(scope, where, "revision_hash does not match its content")
+        expected, previous = revision + 1, revision_hash
+    if current is not None:
+        close(current, expected - 1)
+    for key in sorted(heads.keys() - seen):
+        scope, family, artifact = key
+        result.add(scope, f"{family}/{artifact}", f"head names revision {heads[key]}, no revisions")
+    return result
+
+
+def _scoped(model: Any, scope_id: str | None) -> Any:
+    queryset = model.objects.all()
+    return queryset if scope_id is None else queryset.filter(scope_id=scope_id)

@@ -1,0 +1,112 @@
+"""``manage.py serve``: migrate, then serve PowerContext with waitress."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.core.servers.basehttp import get_internal_wsgi_application
+from django.db import connections
+
+from powercontext import startup
+from powercontext.serving import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_THREADS,
+    BindRefused,
+    Server,
+    check_bind_allowed,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Apply pending migrations, then serve PowerContext (API, admin and its static "
+        "files) with waitress until SIGTERM or SIGINT. Listens on loopback unless "
+        "POWERCONTEXT_API_TOKEN is set."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--host",
+            default=DEFAULT_HOST,
+            help=f"Address to listen on (default {DEFAULT_HOST}). Anything but loopback "
+            "needs POWERCONTEXT_API_TOKEN.",
+        )
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=DEFAULT_PORT,
+            help=f"Port to listen on (default {DEFAULT_PORT}; 0 picks a free one).",
+        )
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=DEFAULT_THREADS,
+            help=f"Worker threads (default {DEFAULT_THREADS}).",
+        )
+        parser.add_argument(
+            "--grace",
+            type=float,
+            default=DEFAULT_GRACE_SECONDS,
+            help="Seconds requests in flight may take to finish after SIGTERM/SIGINT "
+            f"(default {DEFAULT_GRACE_SECONDS:g}).",
+        )
+
+    def handle(self, *args, host, port, threads, grace, verbosity, **options):
+        if not 0 <= port <= 65535:
+            raise CommandError("--port must be between 0 and 65535.")
+        if threads < 1:
+            raise CommandError("--threads must be at least 1.")
+        if grace < 0:
+            raise CommandError("--grace must not be negative.")
+        # Before anything touches the database: a refused start changes nothing.
+        try:
+            check_bind_allowed(host, token_configured=bool(settings.POWERCONTEXT_API_TOKEN))
+        except BindRefused as refused:
+            raise CommandError(str(refused)) from None
+
+        try:
+            call_command(
+                "migrate",
+                interactive=False,
+                verbosity=max(verbosity - 1, 0),
+                stdout=self.stdout,
+                stderr=self.stderr,
+            )
+            startup.ensure_indexes()
+            application = get_internal_wsgi_application()
+            try:
+                server = Server(
+                    application,
+                    host=host,
+                    port=port,
+                    threads=threads,
+                    # Bodies the application would refuse anyway (413 in the API's own
+                    # error shape) need not be buffered to disk; far larger ones get
+                    # waitress's plain 413 before they are read.
+                    max_request_body_size=4 * settings.POWERCONTEXT_MAX_BODY_BYTES,
+                )
+            except (OSError, ValueError) as error:
+                raise CommandError(f"Cannot listen on {host}:{port}: {error}") from error
+
+            def ready() -> None:
+                self.stdout.write(f"PowerContext serving on {server.url} (data: {_data()})")
+                self.stdout.flush()
+
+            server.run(grace=grace, ready=ready)
+        finally:
+            connections.close_all()
+        if verbosity >= 1:
+            self.stdout.write("PowerContext stopped.")
+
+
+def _data() -> str:
+    """Where the data lives, for the ready line: never a URL (it may carry a password)."""
+    connection = connections["default"]
+    if connection.vendor != "sqlite":
+        return connection.vendor
+    home = Path(settings.POWERCONTEXT_HOME)
+    name = Path(str(connection.settings_dict["NAME"]))
+    return str(home if name.is_relative_to(home) else name)

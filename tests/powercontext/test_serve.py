@@ -1,0 +1,407 @@
+"""``manage.py serve``: the bind policy, start-up, serving, and a clean shutdown.
+
+The process tests start real servers, always on 127.0.0.1 with port 0.
+"""
+
+import http.client
+import io
+import logging
+import os
+import queue
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from powercontext.management.commands import serve as serve_command
+from powercontext.serving import (
+    BindRefused,
+    Server,
+    check_bind_allowed,
+    format_url,
+    is_loopback,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+READY = re.compile(r"^PowerContext serving on (http://127\.0\.0\.1:(\d+)/) \(data: (.*)\)$")
+START_TIMEOUT = 60  # a fresh SQLite database is migrated first
+STOP_TIMEOUT = 10
+# Only ever checked or refused here; no test listens beyond loopback.
+ALL_INTERFACES = "0.0.0.0"  # noqa: S104
+
+
+# -- the bind policy ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "127.45.6.7", "::1", "[::1]", "localhost", "LocalHost", "::ffff:127.0.0.1"],
+)
+def test_loopback_hosts_are_loopback(host):
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        ALL_INTERFACES,
+        "::",
+        "[::]",
+        "*",
+        "",
+        "10.1.2.3",
+        "192.168.0.10",
+        "::ffff:10.0.0.1",
+        "example",
+    ],
+)
+def test_wildcards_and_other_hosts_are_not_loopback(host):
+    assert not is_loopback(host)
+
+
+def test_non_loopback_bind_without_token_is_refused_with_the_fix_in_the_message():
+    with pytest.raises(BindRefused, match="Set POWERCONTEXT_API_TOKEN"):
+        check_bind_allowed(ALL_INTERFACES, token_configured=False)
+
+
+def test_non_loopback_bind_with_token_is_allowed():
+    check_bind_allowed(ALL_INTERFACES, token_configured=True)
+    check_bind_allowed("::", token_configured=True)
+
+
+def test_loopback_bind_needs_no_token():
+    check_bind_allowed("127.0.0.1", token_configured=False)
+
+
+def test_url_brackets_ipv6_literals():
+    assert format_url("::1", 8000) == "http://[::1]:8000/"
+    assert format_url("127.0.0.1", 0) == "http://127.0.0.1:0/"
+
+
+def test_command_refuses_public_address_without_token(settings):
+    settings.POWERCONTEXT_API_TOKEN = None
+    with pytest.raises(CommandError, match="POWERCONTEXT_API_TOKEN"):
+        call_command("serve", host=ALL_INTERFACES, port=0)
+
+
+@pytest.mark.django_db
+def test_command_serves_public_address_when_a_token_is_set(settings, monkeypatch):
+    # Tests never listen beyond loopback: a stand-in server records what it was asked.
+    settings.POWERCONTEXT_API_TOKEN = "agents-token"
+    events = []
+
+    class RecordingServer:
+        def __init__(self, application, *, host, port, threads, **adjustments):
+            events.append(("listen", host, port, threads))
+            self.url = format_url(host, 8123)
+
+        def run(self, *, grace, ready):
+            events.append("run")
+            ready()
+
+    monkeypatch.setattr(serve_command, "Server", RecordingServer)
+    monkeypatch.setattr(serve_command.startup, "ensure_indexes", lambda: events.append("indexes"))
+    out = io.StringIO()
+    call_command("serve", host=ALL_INTERFACES, port=0, threads=2, stdout=out)
+
+    assert events == ["indexes", ("listen", ALL_INTERFACES, 0, 2), "run"]
+    assert "PowerContext serving on http://0.0.0.0:8123/ (data: " in out.getvalue()
+
+
+def test_server_stops_when_asked_and_waitress_log_lines_do_not_name_the_request(caplog):
+    def app(environ, start_response):
+        start_response("204 No Content", [])
+        return []
+
+    server = Server(app, host="127.0.0.1", port=0)
+    server.request_stop()
+    server.run(grace=1)  # returns at once: the stop was requested before it started
+    assert _refuses_connections(server.port)
+
+    # As waitress writes it: the path already formatted into the message.
+    with caplog.at_level(logging.INFO, logger="waitress"):
+        logging.getLogger("waitress").info(
+            "Client disconnected while serving /v1/memory/search?token=secret"
+        )
+    assert "Client disconnected while serving a request" in caplog.text
+    assert "secret" not in caplog.text
+
+
+# -- the real process -----------------------------------------------------------------
+
+
+def _env(tmp_path, **overrides):
+    env = dict(os.environ)
+    # Hermetic and as deployed: the production settings (not the suite's), SQLite in
+    # the test's own data directory, no token unless asked.
+    env["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
+    env.pop("POWERCONTEXT_DATABASE_URL", None)
+    env.pop("POWERCONTEXT_API_TOKEN", None)
+    env["POWERCONTEXT_HOME"] = str(tmp_path)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(overrides)
+    return env
+
+
+class _Process:
+    """A child process whose stdout is read line by line in the background."""
+
+    def __init__(self, args, env):
+        self.popen = subprocess.Popen(
+            args,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr_text = ""
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self):
+        for line in self.popen.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def _read_stderr(self):
+        self.stderr_text = self.popen.stderr.read()
+
+    def wait_for_line(self, pattern, timeout):
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            seen.append(line)
+            match = pattern.match(line)
+            if match:
+                return match
+        self.kill()
+        pytest.fail(f"no line matching {pattern.pattern!r}; stdout: {seen}, stderr: {self.stderr}")
+
+    @property
+    def stderr(self):
+        return self.stderr_text
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        self.popen.send_signal(sig)
+        return self.popen.wait(timeout=timeout)
+
+    def kill(self):
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
+
+
+@pytest.fixture
+def start_process():
+    started = []
+
+    def start(args, env):
+        process = _Process(args, env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+def _serve(start_process, tmp_path, *extra, **env):
+    process = start_process(
+        [sys.executable, "manage.py", "serve", "--port", "0", *extra], _env(tmp_path, **env)
+    )
+    match = process.wait_for_line(READY, START_TIMEOUT)
+    return process, match.group(1), match.group(3)
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status, response.headers, response.read()
+
+
+def _refuses_connections(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    except ConnectionResetError:
+        # Caught the listening socket as it closed; the next attempt is refused.
+        return False
+    return False
+
+
+@pytest.mark.slow
+def test_serve_migrates_serves_admin_and_stops_on_sigterm(start_process, tmp_path):
+    process, base_url, data = _serve(start_process, tmp_path)
+    assert data == str(tmp_path.resolve())
+
+    status, headers, body = _get(base_url + "admin/login/")
+    assert status == 200
+    assert b"csrfmiddlewaretoken" in body
+
+    status, headers, body = _get(base_url + "static/admin/css/base.css")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/css")
+    assert body
+
+    status, headers, body = _get(base_url + "health/live")
+    assert status == 200
+
+    with sqlite3.connect(tmp_path / "powercontext.sqlite3") as db:
+        applied = db.execute("SELECT count(*) FROM django_migrations").fetchone()[0]
+    assert applied > 0
+
+    assert process.stop(signal.SIGTERM) == 0
+    assert _refuses_connections(int(base_url.rsplit(":", 1)[1].rstrip("/")))
+
+
+@pytest.mark.slow
+def test_serve_stops_on_sigint(start_process, tmp_path):
+    process, base_url, _ = _serve(start_process, tmp_path)
+    assert _get(base_url + "admin/login/")[0] == 200
+    assert process.stop(signal.SIGINT) == 0
+
+
+@pytest.mark.slow
+def test_serve_restart_on_a_migrated_database_starts_again(start_process, tmp_path):
+    first, _, _ = _serve(start_process, tmp_path)
+    assert first.stop() == 0
+    second, base_url, _ = _serve(start_process, tmp_path)
+    assert _get(base_url + "admin/login/")[0] == 200
+    assert second.stop() == 0
+
+
+@pytest.mark.slow
+def test_serve_refuses_public_address_without_token_before_touching_data(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "serve", "--host", ALL_INTERFACES, "--port", "0"],
+        cwd=REPO_ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT,
+    )
+    assert result.returncode != 0
+    assert "Set POWERCONTEXT_API_TOKEN" in result.stderr
+    assert "PowerContext serving" not in result.stdout
+    assert not (tmp_path / "powercontext.sqlite3").exists()
+
+
+# -- draining: the serving module with a WSGI app whose requests we control ----------
+
+_SLOW_APP = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+
+    from powercontext.serving import Server
+
+    release = Path(sys.argv[1])
+    grace = float(sys.argv[2])
+    BODY = b"x" * (8 * 1024 * 1024)  # more than a socket takes in one send
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] == "/slow":
+            print("slow request started", flush=True)
+            deadline = time.monotonic() + 30
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        start_response("200 OK", [("Content-Length", str(len(BODY)))])
+        return [BODY]
+
+    server = Server(app, host="127.0.0.1", port=0, threads=2)
+    server.run(grace=grace, ready=lambda: print(f"ready {server.port}", flush=True))
+    print("stopped", flush=True)
+    """
+)
+
+
+def _start_slow_app(start_process, tmp_path, grace):
+    release = tmp_path / "release"
+    process = start_process(
+        [sys.executable, "-c", _SLOW_APP, str(release), str(grace)], _env(tmp_path)
+    )
+    port = int(process.wait_for_line(re.compile(r"^ready (\d+)$"), START_TIMEOUT).group(1))
+    return process, port, release
+
+
+def _slow_request(port, results):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", "/slow")
+        response = connection.getresponse()
+        received = 0
+        # A slow reader: most of the body is still queued in the server after the
+        # application has returned, so only a running event loop can deliver it.
+        while chunk := response.read(64 * 1024):
+            received += len(chunk)
+            time.sleep(0.005)
+        results.put((response.status, received))
+    except Exception as error:
+        results.put(error)
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_sigterm_lets_a_request_in_flight_finish_and_refuses_new_ones(start_process, tmp_path):
+    process, port, release = _start_slow_app(start_process, tmp_path, grace=30)
+    results = queue.Queue()
+    client = threading.Thread(target=_slow_request, args=(port, results))
+    client.start()
+    process.wait_for_line(re.compile("^slow request started$"), 10)
+
+    process.popen.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while not _refuses_connections(port):
+        assert time.monotonic() < deadline, "still accepting connections after SIGTERM"
+        time.sleep(0.05)
+    assert process.popen.poll() is None, "exited while a request was in flight"
+
+    release.touch()
+    client.join(timeout=STOP_TIMEOUT)
+    assert results.get_nowait() == (200, 8 * 1024 * 1024)
+    assert process.popen.wait(timeout=STOP_TIMEOUT) == 0
+    process.wait_for_line(re.compile("^stopped$"), 1)
+
+
+@pytest.mark.slow
+def test_shutdown_waits_no_longer_than_the_grace_period(start_process, tmp_path):
+    process, port, _ = _start_slow_app(start_process, tmp_path, grace=0.5)
+    threading.Thread(target=_slow_request, args=(port, queue.Queue()), daemon=True).start()
+    process.wait_for_line(re.compile("^slow request started$"), 10)
+
+    started = time.monotonic()
+    assert process.stop(signal.SIGTERM, timeout=STOP_TIMEOUT) == 0
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+def test_a_second_signal_stops_without_waiting_for_the_grace_period(start_process, tmp_path):
+    process, port, _ = _start_slow_app(start_process, tmp_path, grace=60)
+    threading.Thread(target=_slow_request, args=(port, queue.Queue()), daemon=True).start()
+    process.wait_for_line(re.compile("^slow request started$"), 10)
+
+    process.popen.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    started = time.monotonic()
+    assert process.stop(signal.SIGINT, timeout=STOP_TIMEOUT) == 0
+    assert time.monotonic() - started < 5
