@@ -7,6 +7,14 @@ of the index. Instead terms are weighed by how rare they are in the index: terms
 occur in a large share of documents are dropped (they cannot tell documents apart), and
 only the rarest few are searched; the engine's own ranking (bm25 / natural-language
 relevance) then weights what remains by rarity again.
+
+A scope's own counts cannot see everything that is common, though: a scope of a few
+hundred entries may hold "before", "which" or "anything" only once or twice, and a prompt's
+instructions are full of such words. Counted as rare, each would pull in an unrelated entry
+with a high bm25 weight. English function words are therefore treated as common whatever
+the counts say (``STOP_WORDS``): a prior from the language, which any large index would
+confirm. Content words are left to the counts; the prior is deliberately no larger than
+the words that carry no topic of their own.
 """
 
 import math
@@ -19,12 +27,38 @@ MIN_DOCUMENTS_FOR_PRUNING = 50
 # Searching more terms than this costs time and adds only weak evidence.
 MAX_QUERY_TERMS = 24
 
+# English function words (pronouns, determiners, prepositions, conjunctions, auxiliaries
+# and their contraction stems, as the analyzer splits "don't" into "don" and "t"), plus
+# the few adverbs that only connect instructions ("already", "again", "first", "then").
+# A topic never rests on one of them.
+STOP_WORDS = frozenset(
+    """
+    a about above across after afterwards again against all almost alone along already also
+    although always am among amongst an and another any anybody anyhow anyone anything anyway
+    anywhere are aren around as at be became because become becomes been before beforehand
+    behind being below beside besides between beyond both but by can cannot could couldn d
+    did didn do does doesn doing don done down during each either else elsewhere enough etc
+    even ever every everybody everyone everything everywhere except few first for former
+    formerly from further had hadn has hasn have haven having he hence her here hereafter
+    hereby herein hers herself him himself his how however i if in indeed instead into is isn
+    it its itself just ll least less m many may me meanwhile might mine more moreover most
+    mostly much must my myself namely neither never nevertheless next no nobody none noone nor
+    not nothing now nowhere o of off often on once one only onto or other others otherwise our
+    ours ourselves out over own per perhaps please quite rather re s same several shall she
+    should shouldn since so some somebody somehow someone something sometime sometimes
+    somewhere still such t than that the their theirs them themselves then thence there
+    thereafter thereby therefore therein thereupon these they this those though through
+    throughout thru thus to together too toward towards under unless until up upon us ve very
+    via was wasn we well were weren what whatever when whence whenever where whereafter whereas
+    whereby wherein whereupon wherever whether which while whither who whoever whole whom whose
+    why will with within without won would wouldn y yet you your yours yourself yourselves
+    """.split()
+)
+
 
 def idf(document_frequency: int, documents: int) -> float:
     """bm25's inverse document frequency (always positive)."""
-    return math.log(
-        (documents - document_frequency + 0.5) / (document_frequency + 0.5) + 1.0
-    )
+    return math.log((documents - document_frequency + 0.5) / (document_frequency + 0.5) + 1.0)
 
 
 def select_terms(
@@ -34,9 +68,13 @@ def select_terms(
 
     ``terms`` are the query's distinct analyzer tokens; ``document_frequency`` maps a term
     to the number of indexed documents containing it (absent or 0: unknown to the index);
-    ``documents`` is the number of indexed documents.
+    ``documents`` is the number of indexed documents. Terms in ``STOP_WORDS`` are never
+    searched; the rest are dropped when unknown to the index or, once the index is large
+    enough to tell, when they occur in more than ``COMMON_TERM_SHARE`` of its documents.
     """
-    known = [term for term in terms if document_frequency.get(term, 0) > 0]
+    known = [
+        term for term in terms if document_frequency.get(term, 0) > 0 and term not in STOP_WORDS
+    ]
     if documents >= MIN_DOCUMENTS_FOR_PRUNING:
         limit = COMMON_TERM_SHARE * documents
         known = [term for term in known if document_frequency[term] <= limit]

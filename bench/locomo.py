@@ -1,0 +1,453 @@
+"""LoCoMo retrieval bench: does the Context Pack cite the evidence, bare and inside prompts?
+
+Stores every turn of the LoCoMo development conversations as one Memory entry
+(``[<session date>] <speaker>: <text>``, one scope per conversation) through the HTTP API of
+a real ``manage.py serve``, then asks every category 1-4 question through
+``POST /v1/context/prepare``: once bare and once inside each committed coding-agent prompt
+template (bench/prompts/locomo_templates.json). A pack *cites* a turn when an item of its
+JSON carries that turn's (entry_id, entry_version_id).
+
+In the same run, and from the same database, the naive admission rule is measured as the
+baseline: every distinct query term is searched, and a hit is admitted only when it matches
+at least max(2, ceil(n/4)) of the n distinct query terms (1 when n <= 2); the admitted hits,
+best bm25 first, go through the same pure builder. The baseline runs in this process, so its
+latency is in-process (no HTTP) and not comparable with the server's.
+
+    .venv/bin/python bench/locomo.py            # the five development conversations
+    .venv/bin/python bench/locomo.py --ci       # one conversation, bare + one template
+
+Only ever tune on ../shared/data/locomo-dev (the other five conversations are held out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
+DEFAULT_TEMPLATES = ROOT / "bench" / "prompts" / "locomo_templates.json"
+SEED_FILE = "locomo_seed.json"
+BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
+END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
+SCORED_CATEGORIES = (1, 2, 3, 4)
+BARE = "bare"
+READY_LINE = re.compile(r"PowerContext serving on (\S+)")
+
+
+# --- the real server -------------------------------------------------------------------
+
+
+@contextmanager
+def running_server(home: Path, *, threads: int | None = None) -> Iterator[str]:
+    """Start ``manage.py serve`` on a free loopback port over ``home``; yield its URL."""
+    env = {**os.environ, "POWERCONTEXT_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env.pop("POWERCONTEXT_DATABASE_URL", None)
+    env.pop("POWERCONTEXT_API_TOKEN", None)
+    env["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
+    command = [sys.executable, str(ROOT / "manage.py"), "serve", "--host", "127.0.0.1"]
+    command += ["--port", "0"]
+    if threads:
+        command += ["--threads", str(threads)]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        url = None
+        assert process.stdout is not None
+        for line in process.stdout:
+            match = READY_LINE.search(line)
+            if match:
+                url = match.group(1)
+                break
+        if url is None:
+            raise RuntimeError(f"manage.py serve exited ({process.wait()}) before it was ready")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class Api:
+    """A keep-alive JSON client for one server (one connection; not thread-safe)."""
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
+
+    def post(self, path: str, body: dict) -> dict:
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        for attempt in (1, 2):
+            try:
+                self.connection.request("POST", path, body=data, headers=headers)
+                response = self.connection.getresponse()
+                payload = response.read()
+                break
+            except (ConnectionError, http.client.HTTPException):
+                self.connection.close()
+                self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
+                if attempt == 2:
+                    raise
+        if response.status != 200:
+            raise RuntimeError(f"{path}: HTTP {response.status}: {payload[:300]!r}")
+        return json.loads(payload)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def pack_citations(content: str | None) -> set[tuple[str, str]]:
+    """(entry_id, entry_version_id) of every Memory item in a pack's JSON."""
+    if not content:
+        return set()
+    lines = content.split("\n")
+    start, end = lines.index(BEGIN), lines.index(END)
+    document = json.loads("\n".join(lines[start + 1 : end]))
+    return {
+        (item["citation"]["entry_id"], item["citation"]["entry_version_id"])
+        for item in document["items"]
+        if "entry_id" in item["citation"]
+    }
+
+
+# --- the data --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    text: str  # as stored: "[<session date>] <speaker>: <text>"
+
+
+@dataclass(frozen=True)
+class Question:
+    conversation: str
+    text: str
+    category: int
+    evidence: tuple[str, ...]  # dia ids
+
+
+@dataclass(frozen=True)
+class Conversation:
+    name: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+
+    @property
+    def scope_id(self) -> str:
+        return f"locomo-{self.name}"
+
+
+def _session_numbers(raw: dict) -> list[int]:
+    found = (re.fullmatch(r"session_(\d+)", key) for key in raw)
+    return sorted(int(match.group(1)) for match in found if match and raw[match.group(0)])
+
+
+def load_conversation(path: Path) -> Conversation:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    conversation = raw.get("conversation", raw)
+    turns = []
+    for number in _session_numbers(conversation):
+        date = conversation[f"session_{number}_date_time"]
+        for turn in conversation[f"session_{number}"]:
+            text = f"[{date}] {turn['speaker']}: {turn['text']}"
+            turns.append(Turn(turn["dia_id"], text))
+    questions = tuple(
+        Question(path.stem, item["question"], item["category"], tuple(item.get("evidence", ())))
+        for item in raw["qa"]
+        if item.get("category") in SCORED_CATEGORIES
+    )
+    return Conversation(path.stem, tuple(turns), questions)
+
+
+def load_templates(path: Path) -> list[tuple[str, str]]:
+    templates = json.loads(path.read_text(encoding="utf-8"))["templates"]
+    return [(item["name"], item["template"]) for item in templates]
+
+
+def render(template: str, question: str) -> str:
+    # replace, not format: questions and templates may hold braces.
+    return template.replace("{question}", question)
+
+
+# --- seeding ---------------------------------------------------------------------------
+
+
+def seed(api: Api, conversations: Sequence[Conversation]) -> dict[str, dict[str, list[str]]]:
+    """Remember every turn; map conversation -> dia_id -> [entry_id, entry_version_id]."""
+    mapping: dict[str, dict[str, list[str]]] = {}
+    for conversation in conversations:
+        by_text: dict[str, list[str]] = {}
+        turns: dict[str, list[str]] = {}
+        for turn in conversation.turns:
+            result = api.post(
+                "/v1/memory/remember",
+                {"scope_id": conversation.scope_id, "kind": "note", "text": turn.text},
+            )
+            if result["entry"] is not None:
+                citation = result["entry"]["citation"]
+                by_text[turn.text] = [citation["entry_id"], citation["entry_version_id"]]
+            # An identical earlier turn is a no-op: that entry stands for this turn too.
+            turns[turn.dia_id] = by_text[turn.text]
+        mapping[conversation.name] = turns
+    return mapping
+
+
+# --- the naive baseline (in process, same database) ------------------------------------
+
+
+def naive_minimum(n: int) -> int:
+    return 1 if n <= 2 else max(2, math.ceil(n / 4))
+
+
+class NaiveBaseline:
+    """Search every query term, admit hits matching max(2, ceil(n/4)) of them, build."""
+
+    def __init__(self, home: Path):
+        os.environ["POWERCONTEXT_HOME"] = str(home)
+        os.environ["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
+        os.environ.pop("POWERCONTEXT_DATABASE_URL", None)
+        sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+        from contextpack.builder import (
+            MEMORY_WINDOW,
+            ArtifactRef,
+            MemoryCitation,
+            MemoryHit,
+            PreparedContextBuilder,
+        )
+        from memory.selectors import memory_head
+        from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
+        from powercontext import analyzer
+        from powercontext.search.sqlite import SqliteSearchBackend
+        from powercontext.snapshot import read_snapshot
+
+        self._window = MEMORY_WINDOW
+        self._ref = lambda revision: ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, revision)
+        self._citation, self._hit = MemoryCitation, MemoryHit
+        self._builder = PreparedContextBuilder()
+        self._head, self._snapshot = memory_head, read_snapshot
+        self._analyzer = analyzer
+        self._backend = SqliteSearchBackend()
+        self._texts: dict[str, str] = {}
+
+    def learn(self, version_id: str, text: str) -> None:
+        self._texts[version_id] = text
+
+    def prepare(self, *, scope_id: str, query: str, max_bytes: int) -> dict:
+        terms = self._analyzer.query_terms(query)
+        minimum = naive_minimum(len(terms))
+        wanted = set(terms)
+        with self._snapshot():
+            head = self._head(scope_id=scope_id)
+            ranked = self._backend.memory_match(scope_id=scope_id, terms=terms, limit=1_000_000)
+        admitted = []
+        for hit in ranked:
+            text = self._texts[hit.entry_version_id]
+            if len(wanted.intersection(self._analyzer.tokens(text))) >= minimum:
+                citation = self._citation(self._ref(head), hit.entry_id, hit.entry_version_id)
+                admitted.append(self._hit(citation=citation, text=text))
+                if len(admitted) == self._window:
+                    break
+        if not admitted:
+            return {"status": "empty", "content": None, "content_bytes": 0}
+        prepared = self._builder.build(
+            head=self._ref(head), memory_hits=admitted, max_bytes=max_bytes
+        )
+        return {
+            "status": prepared.status,
+            "content": prepared.content,
+            "content_bytes": prepared.content_bytes,
+        }
+
+
+# --- measuring -------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    questions: int = 0
+    cites_all: int = 0
+    cites_any: int = 0
+    empty: int = 0
+    content_bytes: list[int] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)
+
+    def add(self, payload: dict, evidence: set[tuple[str, str]], latency_ms: float) -> None:
+        cited = pack_citations(payload["content"])
+        self.questions += 1
+        self.cites_all += evidence <= cited
+        self.cites_any += bool(evidence & cited)
+        self.empty += payload["status"] == "empty"
+        self.content_bytes.append(payload["content_bytes"])
+        self.latency_ms.append(latency_ms)
+
+    def row(self) -> dict[str, float]:
+        share = 100.0 / max(self.questions, 1)
+        return {
+            "questions": self.questions,
+            "all_pct": self.cites_all * share,
+            "any_pct": self.cites_any * share,
+            "mean_bytes": statistics.fmean(self.content_bytes or [0]),
+            "p95_bytes": percentile(self.content_bytes, 95),
+            "empty_pct": self.empty * share,
+            "p50_ms": percentile(self.latency_ms, 50),
+            "p95_ms": percentile(self.latency_ms, 95),
+        }
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+def format_table(rows: list[tuple[str, str, dict[str, float]]]) -> str:
+    header = (
+        "| policy | prompt | questions | cites all | cites any | mean bytes | p95 bytes "
+        "| empty | p50 ms | p95 ms |"
+    )
+    lines = [header, "|" + "---|" * 10]
+    for policy, variant, row in rows:
+        lines.append(
+            f"| {policy} | {variant} | {row['questions']} | {row['all_pct']:.1f} % "
+            f"| {row['any_pct']:.1f} % | {row['mean_bytes']:.0f} | {row['p95_bytes']:.0f} "
+            f"| {row['empty_pct']:.1f} % | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = sorted(Path(args.data).glob("*.json"))
+    if args.conversations:
+        paths = [path for path in paths if path.stem in args.conversations]
+    conversations = [load_conversation(path) for path in paths]
+    if not conversations:
+        print(f"no conversations in {args.data}", file=sys.stderr)
+        return 2
+    templates = load_templates(Path(args.templates))
+    if args.templates_limit is not None:
+        templates = templates[: args.templates_limit]
+    variants = [(BARE, "{question}"), *templates]
+
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="pc-locomo-"))
+    home.mkdir(parents=True, exist_ok=True)
+    seed_path = home / SEED_FILE
+    with running_server(home) as url:
+        api = Api(url)
+        started = time.perf_counter()
+        mapping = json.loads(seed_path.read_text()) if seed_path.exists() else {}
+        missing = [c for c in conversations if c.name not in mapping]
+        if missing:
+            mapping.update(seed(api, missing))
+            seed_path.write_text(json.dumps(mapping))
+        turns = sum(len(c.turns) for c in conversations)
+        print(
+            f"# {len(conversations)} conversation(s), {turns} turns "
+            f"({len(missing)} seeded over HTTP in {time.perf_counter() - started:.0f} s), "
+            f"home {home}",
+            flush=True,
+        )
+        baseline = NaiveBaseline(home)
+        for conversation in conversations:
+            for turn in conversation.turns:
+                baseline.learn(mapping[conversation.name][turn.dia_id][1], turn.text)
+
+        tuned = {name: Tally() for name, _ in variants}
+        naive = {name: Tally() for name, _ in variants}
+        unscorable = 0
+        for conversation in conversations:
+            turn_ids = mapping[conversation.name]
+            questions = conversation.questions[: args.questions_limit]
+            for question in questions:
+                evidence = {tuple(turn_ids[d]) for d in question.evidence if d in turn_ids}
+                if not evidence:
+                    unscorable += 1  # LoCoMo has a few questions citing no existing turn
+                    continue
+                for name, template in variants:
+                    body = {
+                        "scope_id": conversation.scope_id,
+                        "query": render(template, question.text),
+                        "max_bytes": args.max_bytes,
+                    }
+                    began = time.perf_counter()
+                    payload = api.post("/v1/context/prepare", body)
+                    tuned[name].add(payload, evidence, (time.perf_counter() - began) * 1000)
+                    began = time.perf_counter()
+                    payload = baseline.prepare(**body)
+                    naive[name].add(payload, evidence, (time.perf_counter() - began) * 1000)
+        api.close()
+
+    rows = [("tuned (HTTP)", name, tuned[name].row()) for name, _ in variants]
+    rows += [("naive (in-process)", name, naive[name].row()) for name, _ in variants]
+    print(f"# max_bytes {args.max_bytes}; {unscorable} question(s) without a stored evidence turn")
+    print(format_table(rows))
+    bare_any = tuned[BARE].row()["any_pct"]
+    worst = min(tuned[name].row()["any_pct"] for name, _ in variants)
+    worst_bytes = max(tuned[name].row()["mean_bytes"] for name, _ in variants)
+    print(
+        f"# tuned: bare any-evidence {bare_any:.1f} % (goal >= 65), worst template "
+        f"{worst:.1f} % (goal >= bare - 5), worst mean content_bytes {worst_bytes:.0f} "
+        "(goal <= 4000)"
+    )
+    if args.json_out:
+        Path(args.json_out).write_text(
+            json.dumps([{"policy": p, "prompt": v, **r} for p, v, r in rows], indent=2)
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo JSON directory")
+    parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
+    parser.add_argument(
+        "--home",
+        help="POWERCONTEXT_HOME to use (default: a fresh temporary directory); "
+        "a home seeded by an earlier run is reused as it is",
+    )
+    parser.add_argument("--conversations", nargs="*", help="conversation ids (file stems)")
+    parser.add_argument("--questions-limit", type=int, default=None)
+    parser.add_argument("--templates-limit", type=int, default=None)
+    parser.add_argument("--max-bytes", type=int, default=8000, help="as the hooks send")
+    parser.add_argument("--json-out", help="also write the table rows as JSON here")
+    parser.add_argument(
+        "--ci",
+        action="store_true",
+        help="tiny run: one conversation, 20 questions, bare + one template",
+    )
+    args = parser.parse_args(argv)
+    if args.ci:
+        args.conversations = args.conversations or ["30"]
+        args.questions_limit = args.questions_limit or 20
+        args.templates_limit = 1 if args.templates_limit is None else args.templates_limit
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""bench/locomo.py's small configuration (one conversation, bare + one template) runs in
+CI, so it cannot rot. Only that it completes and prints its table is checked: its figures
+are measurements, not targets."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import sqlite_only
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev"
+TEMPLATES = REPO_ROOT / "bench" / "prompts" / "locomo_templates.json"
+
+
+def test_committed_templates_wrap_one_question_in_300_to_1500_bytes():
+    templates = json.loads(TEMPLATES.read_text(encoding="utf-8"))["templates"]
+    assert len(templates) >= 5
+    assert len({item["name"] for item in templates}) == len(templates)
+    for item in templates:
+        assert item["template"].count("{question}") == 1, item["name"]
+        around = len(item["template"].replace("{question}", "").encode())
+        assert 300 <= around <= 1500, item["name"]
+
+
+@pytest.mark.slow
+@sqlite_only("the benchmark measures the SQLite deployment; it runs in the SQLite pass")
+@pytest.mark.skipif(not DATA.is_dir(), reason="the LoCoMo development split is not present")
+def test_locomo_ci_configuration_completes_and_prints_the_table(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "bench/locomo.py", "--ci", "--home", str(tmp_path / "home")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    out = completed.stdout
+    assert "| policy | prompt | questions | cites all | cites any |" in out
+    for row in ("| tuned (HTTP) | bare |", "| naive (in-process) | bare |"):
+        assert row in out
+    assert out.count("| tuned (HTTP) |") == 2

@@ -1,0 +1,125 @@
+"""The backend-neutral term selection (powercontext.search.policy). Pure: no database."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from powercontext.search import policy
+from powercontext.search.policy import (
+    COMMON_TERM_SHARE,
+    MAX_QUERY_TERMS,
+    MIN_DOCUMENTS_FOR_PRUNING,
+    STOP_WORDS,
+    idf,
+    select_terms,
+)
+
+words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
+queries = st.lists(st.one_of(words, st.sampled_from(sorted(STOP_WORDS))), unique=True)
+
+
+@st.composite
+def indexes(draw):
+    terms = draw(queries)
+    documents = draw(st.integers(min_value=0, max_value=10_000))
+    frequency = {term: draw(st.integers(min_value=0, max_value=documents)) for term in terms}
+    return terms, frequency, documents
+
+
+def test_rare_terms_come_first_and_unknown_terms_are_dropped():
+    frequency = {"deploy": 40, "flaky": 3, "migration": 12}
+    assert select_terms(["deploy", "ghost", "flaky", "migration"], frequency, 1000) == [
+        "flaky",
+        "migration",
+        "deploy",
+    ]
+
+
+def test_terms_in_too_many_documents_are_dropped_once_the_index_is_large():
+    documents = 1000
+    common = int(COMMON_TERM_SHARE * documents) + 1
+    frequency = {"tests": common, "pytest": 5}
+    assert select_terms(["tests", "pytest"], frequency, documents) == ["pytest"]
+
+
+def test_a_small_index_prunes_nothing_by_share():
+    documents = MIN_DOCUMENTS_FOR_PRUNING - 1
+    frequency = {"tests": documents, "pytest": 1}
+    assert select_terms(["tests", "pytest"], frequency, documents) == ["pytest", "tests"]
+
+
+def test_function_words_are_never_searched_even_when_the_scope_has_them_once():
+    # A few hundred chatty entries may hold "before" or "which" once: counted as rare,
+    # they would pull unrelated entries into every pack of a long prompt.
+    frequency = {"before": 1, "which": 1, "anything": 2, "picnic": 2, "don": 1, "t": 1}
+    query = ["before", "which", "anything", "picnic", "don", "t"]
+    assert select_terms(query, frequency, 400) == ["picnic"]
+
+
+def test_a_query_of_function_words_only_selects_nothing():
+    assert select_terms(["what", "is", "it"], {"what": 3, "is": 3, "it": 3}, 400) == []
+
+
+def test_ties_keep_the_query_order():
+    frequency = {"zeta": 2, "alpha": 2, "mid": 2}
+    assert select_terms(["zeta", "alpha", "mid"], frequency, 500) == ["zeta", "alpha", "mid"]
+
+
+def test_stop_words_are_analyzer_tokens():
+    from powercontext import analyzer
+
+    for word in STOP_WORDS:
+        assert analyzer.query_terms(word) == [word]
+
+
+@given(indexes())
+def test_selection_is_a_bounded_rarest_first_subset_of_the_query(index):
+    terms, frequency, documents = index
+    selected = select_terms(terms, frequency, documents)
+    assert len(selected) <= MAX_QUERY_TERMS
+    assert len(set(selected)) == len(selected)
+    assert set(selected) <= set(terms)
+    assert not set(selected) & STOP_WORDS
+    assert all(frequency.get(term, 0) > 0 for term in selected)
+    counts = [frequency[term] for term in selected]
+    assert counts == sorted(counts)
+    if documents >= MIN_DOCUMENTS_FOR_PRUNING:
+        assert all(count <= COMMON_TERM_SHARE * documents for count in counts)
+
+
+@given(indexes())
+def test_every_eligible_term_rarer_than_a_selected_one_is_selected(index):
+    terms, frequency, documents = index
+    selected = select_terms(terms, frequency, documents)
+    if len(selected) < MAX_QUERY_TERMS:
+        limit = COMMON_TERM_SHARE * documents
+        eligible = {
+            term
+            for term in terms
+            if term not in STOP_WORDS
+            and frequency.get(term, 0) > 0
+            and (documents < MIN_DOCUMENTS_FOR_PRUNING or frequency[term] <= limit)
+        }
+        assert set(selected) == eligible
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.data())
+def test_idf_is_positive_and_falls_as_terms_get_commoner(documents, data):
+    low = data.draw(st.integers(min_value=0, max_value=documents))
+    high = data.draw(st.integers(min_value=low, max_value=documents))
+    assert idf(high, documents) > 0
+    assert idf(low, documents) >= idf(high, documents)
+
+
+def test_the_policy_module_imports_no_django():
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(policy.__file__).read_text())
+    modules = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    modules |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in modules if name.split(".")[0] == "django"}
