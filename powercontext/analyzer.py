@@ -2,6 +2,9 @@
 
 Unicode NFC, casefold; runs of letters, digits, combining marks and ``_`` are terms;
 CJK characters (which are not separated by spaces) become unigram and bigram tokens.
+Plain ASCII words are reduced to their English Snowball stem, so a question about
+"researching" finds a memory about "research" (measured on LoCoMo: +3 points of recall
+on bare questions).
 The output is plain space-separated tokens, so SQLite FTS5 (unicode61) and OceanBase
 (``PARSER SPACE``) split it identically and the same text gives the same tokens on both.
 Pure: no Django, no I/O.
@@ -9,6 +12,9 @@ Pure: no Django, no I/O.
 
 import unicodedata
 from collections.abc import Iterator
+from functools import lru_cache
+
+import Stemmer
 
 # Longer runs (hashes, base64, minified code) are cut so an index never holds
 # pathological tokens; the same cut applies to queries, so matching is unaffected.
@@ -23,6 +29,18 @@ _CJK_RANGES = (
     (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
     (0x20000, 0x323AF),  # CJK Extensions B..H
 )
+
+
+_english = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball (Porter 2) stem of an ASCII word, so "researching" finds "research";
+    anything else (other scripts, words with digits or "_", identifiers) is kept as is."""
+    if word.isascii() and word.isalpha():
+        return _english.stemWord(word)
+    return word
 
 
 def _is_cjk(char: str) -> bool:
@@ -60,7 +78,7 @@ def tokens(text: str) -> list[str]:
     result: list[str] = []
     for run, is_cjk in _runs(folded):
         if not is_cjk:
-            result.append(run[:MAX_TOKEN_CHARS])
+            result.append(stem(run[:MAX_TOKEN_CHARS]))
             continue
         for index, char in enumerate(run):
             result.append(char)

@@ -20,12 +20,14 @@ the words that carry no topic of their own.
 import math
 from collections.abc import Mapping
 
+from powercontext.analyzer import stem
+
 # A term in more than this share of documents is treated as a stop word.
 COMMON_TERM_SHARE = 0.08
 # Below this many documents, shares are too noisy to call any term common.
 MIN_DOCUMENTS_FOR_PRUNING = 50
 # Searching more terms than this costs time and adds only weak evidence.
-MAX_QUERY_TERMS = 24
+MAX_QUERY_TERMS = 48
 
 # English function words (pronouns, determiners, prepositions, conjunctions, auxiliaries
 # and their contraction stems, as the analyzer splits "don't" into "don" and "t"), plus
@@ -56,6 +58,11 @@ STOP_WORDS = frozenset(
 )
 
 
+# The analyzer stems English words ("does" becomes "doe"), so the list is compared in the
+# form the analyzer produces.
+STEMMED_STOP_WORDS = frozenset(stem(word) for word in STOP_WORDS)
+
+
 def idf(document_frequency: int, documents: int) -> float:
     """bm25's inverse document frequency (always positive)."""
     return math.log((documents - document_frequency + 0.5) / (document_frequency + 0.5) + 1.0)
@@ -73,7 +80,9 @@ def select_terms(
     enough to tell, when they occur in more than ``COMMON_TERM_SHARE`` of its documents.
     """
     known = [
-        term for term in terms if document_frequency.get(term, 0) > 0 and term not in STOP_WORDS
+        term
+        for term in terms
+        if document_frequency.get(term, 0) > 0 and term not in STEMMED_STOP_WORDS
     ]
     if documents >= MIN_DOCUMENTS_FOR_PRUNING:
         limit = COMMON_TERM_SHARE * documents
