@@ -27,7 +27,7 @@ COMMON_TERM_SHARE = 0.08
 # Below this many documents, shares are too noisy to call any term common.
 MIN_DOCUMENTS_FOR_PRUNING = 50
 # Searching more terms than this costs time and adds only weak evidence.
-MAX_QUERY_TERMS = 48
+MAX_QUERY_TERMS = 24
 
 # English function words (pronouns, determiners, prepositions, conjunctions, auxiliaries
 # and their contraction stems, as the analyzer splits "don't" into "don" and "t"), plus
@@ -58,9 +58,8 @@ STOP_WORDS = frozenset(
 )
 
 
-# The analyzer stems English words ("does" becomes "doe"), so the list is compared in the
-# form the analyzer produces.
-STEMMED_STOP_WORDS = frozenset(stem(word) for word in STOP_WORDS)
+# The analyzer stems English words ("does" becomes "doe"): the list holds both forms.
+STOP_TERMS = STOP_WORDS | frozenset(stem(word) for word in STOP_WORDS)
 
 
 def idf(document_frequency: int, documents: int) -> float:
@@ -82,7 +81,7 @@ def select_terms(
     known = [
         term
         for term in terms
-        if document_frequency.get(term, 0) > 0 and term not in STEMMED_STOP_WORDS
+        if document_frequency.get(term, 0) > 0 and term not in STOP_TERMS
     ]
     if documents >= MIN_DOCUMENTS_FOR_PRUNING:
         limit = COMMON_TERM_SHARE * documents

@@ -8,6 +8,7 @@ from powercontext.search.policy import (
     COMMON_TERM_SHARE,
     MAX_QUERY_TERMS,
     MIN_DOCUMENTS_FOR_PRUNING,
+    STOP_TERMS,
     STOP_WORDS,
     idf,
     select_terms,
@@ -64,11 +65,12 @@ def test_ties_keep_the_query_order():
     assert select_terms(["zeta", "alpha", "mid"], frequency, 500) == ["zeta", "alpha", "mid"]
 
 
-def test_stop_words_are_analyzer_tokens():
+def test_every_stop_word_is_a_stop_term_in_the_form_the_analyzer_gives():
     from powercontext import analyzer
 
     for word in STOP_WORDS:
-        assert analyzer.query_terms(word) == [word]
+        (token,) = analyzer.query_terms(word)
+        assert token in STOP_TERMS
 
 
 @given(indexes())
@@ -78,7 +80,7 @@ def test_selection_is_a_bounded_rarest_first_subset_of_the_query(index):
     assert len(selected) <= MAX_QUERY_TERMS
     assert len(set(selected)) == len(selected)
     assert set(selected) <= set(terms)
-    assert not set(selected) & STOP_WORDS
+    assert not set(selected) & STOP_TERMS
     assert all(frequency.get(term, 0) > 0 for term in selected)
     counts = [frequency[term] for term in selected]
     assert counts == sorted(counts)
@@ -95,7 +97,7 @@ def test_every_eligible_term_rarer_than_a_selected_one_is_selected(index):
         eligible = {
             term
             for term in terms
-            if term not in STOP_WORDS
+            if term not in STOP_TERMS
             and frequency.get(term, 0) > 0
             and (documents < MIN_DOCUMENTS_FOR_PRUNING or frequency[term] <= limit)
         }
