@@ -20,6 +20,7 @@ from contextpack.builder import (
 )
 from memory.selectors import memory_head, memory_search_at
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
+from powercontext import metrics
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
@@ -46,7 +47,26 @@ class ScopedContextApplication:
         Empty (one generic answer) when there is nothing relevant or nothing fits.
         Raises ``contextpack.builder.HeadMismatchError`` if a hit cites a revision other
         than the one searched; no partial pack is ever returned.
+
+        Each call is counted in the privacy-safe metrics (``powercontext.metrics``): its
+        outcome, content bytes and the builder's aggregate counters, nothing else.
         """
+        try:
+            prepared = self._prepare(scope_id=scope_id, query=query, max_bytes=max_bytes)
+        except Exception:
+            metrics.observe_prepare_failed()
+            raise
+        metrics.observe_prepared(
+            status=prepared.status,
+            content_bytes=prepared.content_bytes,
+            candidates_seen=prepared.candidates_seen,
+            items_included=prepared.items_included,
+            items_truncated=prepared.items_truncated,
+            items_skipped_for_budget=prepared.items_skipped_for_budget,
+        )
+        return prepared
+
+    def _prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
         with read_snapshot():
             head = memory_head(scope_id=scope_id)
             memory_hits = [

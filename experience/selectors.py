@@ -10,7 +10,7 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import F, Q
@@ -107,7 +107,9 @@ class _ListCursor:
             created_at = datetime.fromisoformat(created)
             if created_at.tzinfo is None:
                 raise ValueError(token)
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
+            # Compared in UTC: a time with no UTC equivalent (year 1 at +01:00) is no cursor.
+            created_at = created_at.astimezone(UTC)
+        except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError) as error:
             raise InvalidRequest("cursor", "Invalid cursor.") from error
         if bound != filters:
             raise InvalidRequest("cursor", "The cursor was issued for other filters.")

@@ -6,8 +6,10 @@ import time
 import uuid
 
 from django.conf import settings
+from django.urls import Resolver404, resolve
 
-from powercontext.api.errors import json_error
+from powercontext import metrics
+from powercontext.api.errors import error_code_of, json_error
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -33,7 +35,8 @@ class RequestIdMiddleware:
 
 class AccessLogMiddleware:
     """One line per request: method, route pattern, status, latency. Never the path's
-    values, the query string or a body (they can hold scopes, prompts and memories)."""
+    values, the query string or a body (they can hold scopes, prompts and memories).
+    The same four facts, and the error code of an error response, go to the metrics."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -41,16 +44,33 @@ class AccessLogMiddleware:
     def __call__(self, request):
         started = time.perf_counter()
         response = self.get_response(request)
-        match = getattr(request, "resolver_match", None)
-        route = "/" + match.route if match is not None and match.route else "<unmatched>"
-        access_log.info(
-            "%s %s %s %.1fms",
-            request.method,
-            route,
-            response.status_code,
-            (time.perf_counter() - started) * 1000,
+        elapsed = time.perf_counter() - started
+        route = _route(request)
+        # The method is the client's token; only the known ones are written as sent.
+        method = request.method if request.method in metrics.METHODS else metrics.OTHER
+        access_log.info("%s %s %s %.1fms", method, route, response.status_code, elapsed * 1000)
+        metrics.observe_request(
+            operation=route,
+            method=method,
+            status=response.status_code,
+            seconds=elapsed,
+            error_code=error_code_of(response),
         )
         return response
+
+
+def _route(request) -> str:
+    """The route pattern the request matched, e.g. ``/v1/memory/remember``.
+
+    A response given before URL resolution (a 413 from ``BodySizeLimitMiddleware``) is
+    still attributed to its route."""
+    match = getattr(request, "resolver_match", None)
+    if match is None:
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return metrics.UNMATCHED
+    return "/" + match.route if match.route else metrics.UNMATCHED
 
 
 class BodySizeLimitMiddleware:

@@ -141,7 +141,13 @@ LOGGING = {
         # details; our access log records method, route, status and latency only.
         "django.request": {"handlers": [], "level": "CRITICAL", "propagate": False},
         "django.server": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        # A CSRF failure is logged with the request's path, and admin paths hold
+        # candidate and entry ids; the access log records the 403 by its route.
+        "django.security.csrf": {"handlers": [], "level": "CRITICAL", "propagate": False},
         "powercontext": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "waitress": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # The MCP SDK (``/mcp``) names the tool a caller asked for at INFO, and an unknown
+        # tool's name is caller data; its warnings and errors still show.
+        "mcp": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from powercontext.api import system
+from powercontext.api.metrics_view import MetricsView
 
 v1 = [
     path("capabilities", system.CapabilitiesView.as_view()),
@@ -16,6 +17,7 @@ urlpatterns = [
     path("health/live", system.HealthLiveView.as_view()),
     path("health/ready", system.HealthReadyView.as_view()),
     path("v1/", include(v1)),
+    path("metrics", MetricsView.as_view()),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),

@@ -18,6 +18,15 @@ from powercontext.exceptions import PowerContextError
 
 logger = logging.getLogger("powercontext.errors")
 
+# Set on every error response built here: the metrics' error category
+# (``powercontext.middleware``) without reading the body back.
+ERROR_CODE_ATTRIBUTE = "powercontext_error_code"
+
+
+def error_code_of(response) -> str | None:
+    """The API error code of a response built here, else None."""
+    return getattr(response, ERROR_CODE_ATTRIBUTE, None)
+
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
@@ -62,6 +71,12 @@ def _unauthorized() -> Response:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    response = _error_response(exc)
+    setattr(response, ERROR_CODE_ATTRIBUTE, response.data["error"]["code"])
+    return response
+
+
+def _error_response(exc: Exception) -> Response:
     if isinstance(exc, PowerContextError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
     if isinstance(exc, drf.ValidationError):
@@ -100,9 +115,11 @@ def log_internal_error(exc: BaseException) -> None:
 
 
 def json_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse(
+    response = JsonResponse(
         error_body(code, message), status=status, json_dumps_params={"ensure_ascii": False}
     )
+    setattr(response, ERROR_CODE_ATTRIBUTE, code)
+    return response
 
 
 def not_found_view(request, exception=None) -> JsonResponse:

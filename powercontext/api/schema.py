@@ -1,6 +1,6 @@
 """OpenAPI pieces shared by every operation: the bearer scheme and the error shape."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
@@ -11,6 +11,20 @@ class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer"}
+
+
+class StrictSerializerScheme(OpenApiSerializerExtension):
+    """Request bodies reject unknown fields (422), so their schemas say so: a client or a
+    fuzzer that follows the document then sends only what the server accepts."""
+
+    target_class = "powercontext.api.fields.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        if direction == "request":
+            schema["additionalProperties"] = False
+        return schema
 
 
 class FieldErrorSchema(serializers.Serializer):

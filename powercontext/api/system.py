@@ -32,6 +32,7 @@ class _PublicView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    metadata_class = None  # as ApiView: GET alone
 
 
 class HealthLiveView(_PublicView):
@@ -79,7 +80,14 @@ class SourceContentInput(StrictSerializer):
             return None
         # The raw object, not DictField's copy: values stay exactly as sent.
         raw = self.initial_data["metadata"]
-        if len(canonical_json(raw).encode("utf-8")) > SOURCE_METADATA_MAX_BYTES:
+        try:
+            canonical = canonical_json(raw)
+        except ValueError as error:
+            # RFC 8785 has no form for integers beyond 2**53 - 1 in magnitude.
+            raise serializers.ValidationError(
+                "Must be JSON that RFC 8785 can canonicalise (integers within 2**53 - 1)."
+            ) from error
+        if len(canonical.encode("utf-8")) > SOURCE_METADATA_MAX_BYTES:
             raise serializers.ValidationError("Must be at most 16 KiB as JSON.")
         return raw
 

@@ -11,6 +11,9 @@ from powercontext.api.auth import BearerAuthentication, IsCaller
 class ApiView(APIView):
     authentication_classes = [BearerAuthentication]
     permission_classes = [IsCaller]
+    # No OPTIONS self-description: each operation is its documented method alone (the
+    # OpenAPI document describes it), anything else is 405 ``method_not_allowed``.
+    metadata_class = None
 
     def validated(self, serializer_class: type, data: Any | None = None) -> dict[str, Any]:
         serializer = serializer_class(data=self.request.data if data is None else data)

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from powercontext import metrics
 from powercontext.api.errors import error_body
 
 MCP_PATH = "/mcp"
@@ -261,10 +262,14 @@ def _logged(app: WSGIApp, environ: dict, start_response: Callable) -> Iterable[b
     try:
         yield from app(environ, start)
     finally:
-        access_log.info(
-            "%s %s %s %.1fms",
-            environ.get("REQUEST_METHOD", ""),
-            MCP_PATH,
-            status_line[0],
-            (time.perf_counter() - started) * 1000,
+        seconds = time.perf_counter() - started
+        method = environ.get("REQUEST_METHOD", "")
+        access_log.info("%s %s %s %.1fms", method, MCP_PATH, status_line[0], seconds * 1000)
+        # /mcp bypasses Django's middleware, so it reports to the metrics itself.
+        metrics.observe_request(
+            operation=MCP_PATH,
+            method=method,
+            status=int(status_line[0]) if status_line[0].isdigit() else 500,
+            seconds=seconds,
+            error_code=None,
         )

@@ -1,5 +1,8 @@
 """The Experience and candidate HTTP operations (DESIGN.md §4)."""
 
+import base64
+import json
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -381,3 +384,17 @@ def test_get_with_expected_version(api, propose):
 
 def test_capabilities_list_the_experience_family(api):
     assert api.get("/v1/capabilities").json()["artifact_families"] == ["memory", "experience"]
+
+
+@pytest.mark.parametrize("created", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_cursor_with_a_time_outside_utc_is_422_not_500(api, propose, created):
+    # Found while fuzzing the API: a cursor time with no UTC equivalent overflowed
+    # when the query converted it (500 internal_error).
+    propose("one")
+    propose("two")
+    issued = api.ok("/v1/artifact-candidates/list", {"scope_id": SCOPE, "limit": 1})["next_cursor"]
+    filters, _, after = json.loads(base64.urlsafe_b64decode(issued + "=" * (-len(issued) % 4)))
+    forged = base64.urlsafe_b64encode(json.dumps([filters, created, after]).encode()).decode()
+    response = api.post("/v1/artifact-candidates/list", {"scope_id": SCOPE, "cursor": forged})
+    assert response.status_code == 422
+    assert error_fields(response) == ["cursor"]

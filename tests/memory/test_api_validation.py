@@ -245,3 +245,12 @@ def test_bad_prepare_fields(api, body, field):
     response = api.post("/v1/context/prepare", body)
     assert response.status_code == 422
     assert field in error_fields(response)
+
+
+@pytest.mark.parametrize("path", [REMEMBER, "/v1/capabilities", "/health/live"])
+def test_options_is_405_not_an_undocumented_description(client, path):
+    # Found by the API fuzzer: OPTIONS answered 200 with DRF's view description, a
+    # status and body the OpenAPI document does not have.
+    response = client.options(path)
+    assert response.status_code == 405
+    assert error_code(response) == "method_not_allowed"

@@ -91,3 +91,17 @@ class TestSources:
 
     def test_largest_content_is_accepted(self, api):
         api.ok("/v1/sources/content", self.body(content="\x00" * 200_000), status=202)
+
+
+@pytest.mark.parametrize("number", [2**53, -(2**53), 10**30])
+def test_metadata_integer_without_a_canonical_form_is_422_not_500(api, number):
+    # Found by the API fuzzer: RFC 8785 cannot canonicalise integers beyond
+    # 2**53 - 1, and the payload hash raised (500 internal_error).
+    body = {"scope_id": "s", "source_id": "p", "content": "c", "metadata": {"n": [number]}}
+    response = api.post("/v1/sources/content", body)
+    assert response.status_code == 422
+    assert [error["field"] for error in response.json()["error"]["details"]["errors"]] == [
+        "metadata"
+    ]
+    body["metadata"] = {"n": [2**53 - 1, -(2**53 - 1)]}
+    api.ok("/v1/sources/content", body, status=202)
