@@ -23,7 +23,7 @@ FORWARD = [
     """
     CREATE VIRTUAL TABLE experience_head_fts USING fts5(
         scope_token, searchable_text, artifact_id UNINDEXED, revision UNINDEXED,
-        tokenize="unicode61 remove_diacritics 0 tokenchars '_'"
+        tokenize="unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
     )
     """,
 ]

@@ -3,7 +3,8 @@
 External-content FTS5 table kept in step by triggers, so every change to the projection
 reaches the index in the same transaction. Tokens come from powercontext.analyzer already
 split by spaces; unicode61 with "_" as a token character and diacritics kept splits that
-text exactly at the spaces. The fts5vocab table gives document frequencies for term
+text exactly at the spaces (marks are token characters, as in the analyzer, so words of
+scripts with combining vowel signs stay whole). The fts5vocab table gives document frequencies for term
 selection (powercontext.search.policy).
 """
 
@@ -16,7 +17,7 @@ FORWARD = [
     CREATE VIRTUAL TABLE memory_activeentry_fts USING fts5(
         scope_token, searchable_text,
         content='memory_memoryactiveentry', content_rowid='id',
-        tokenize="unicode61 remove_diacritics 0 tokenchars '_'"
+        tokenize="unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
     )
     """,
     "CREATE VIRTUAL TABLE memory_activeentry_fts_vocab USING fts5vocab(memory_activeentry_fts, 'col')",

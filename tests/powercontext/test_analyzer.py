@@ -1,11 +1,19 @@
 """The analyzer: one tokenisation for writes and queries, on every backend."""
 
+import re
 import sqlite3
+from importlib import import_module
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from powercontext import analyzer
+
+# The tokenizer the Memory index is created with (migration memory.0002).
+MEMORY_TOKENIZER = re.search(
+    r"tokenize=(\"[^\"]*\")",
+    import_module("memory.migrations.0002_fulltext_sqlite").FORWARD[0],
+).group(1)
 
 text = st.text(
     alphabet=st.characters(exclude_categories=("Cs",)),
@@ -46,6 +54,10 @@ def test_long_runs_are_cut():
     assert len(token) == analyzer.MAX_TOKEN_CHARS
 
 
+def test_words_with_combining_vowel_signs_stay_whole():
+    assert analyzer.tokens("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+
+
 def test_query_terms_are_distinct_in_first_seen_order():
     assert analyzer.query_terms("b a b c a") == ["b", "a", "c"]
 
@@ -65,10 +77,7 @@ def test_fts5_splits_searchable_text_exactly_at_the_analyzers_spaces(values):
     # The FTS5 table of migration memory.0002 uses this tokenizer; if it ever split a token
     # further (or merged two), indexing and querying would disagree.
     db = sqlite3.connect(":memory:")
-    db.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(body, "
-        "tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")"
-    )
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={MEMORY_TOKENIZER})")
     db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
     for value in values:
         db.execute("INSERT INTO t(body) VALUES (?)", [analyzer.searchable_text(value)])
