@@ -7,14 +7,19 @@ class IdentityField(models.CharField):
     """A CharField for identities (ids, scope ids): compared byte for byte.
 
     SQLite compares text with BINARY collation already. On MySQL-mode databases
-    (OceanBase) the default utf8mb4 collation is case- and accent-insensitive, which
-    would let ``Scope`` and ``scope`` (or two ids differing only in an accent) collide,
-    so these columns get ``utf8mb4_bin`` there. Decided per connection, so one migration
-    serves every backend.
+    (OceanBase) every utf8mb4 collation there is either case-insensitive or PAD SPACE
+    (``utf8mb4_bin`` treats ``"s"`` and ``"s "`` as equal, in lookups and in unique keys),
+    which would let two scopes share memory. There the column is VARBINARY (4 bytes per
+    character, UTF-8 encoded), where every byte counts, and values are decoded on the
+    way back. Decided per connection, so one migration serves every backend.
     """
 
-    def db_parameters(self, connection):
-        params = super().db_parameters(connection)
+    def db_type(self, connection):
         if connection.vendor == "mysql":
-            params["collation"] = "utf8mb4_bin"
-        return params
+            return f"varbinary({self.max_length * 4})"
+        return super().db_type(connection)
+
+    def from_db_value(self, value, expression, connection):
+        if isinstance(value, bytes | bytearray):
+            return value.decode("utf-8")
+        return value

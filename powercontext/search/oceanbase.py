@@ -27,6 +27,11 @@ EXPERIENCE_FAMILY = "experience"
 HEAD_FULLTEXT_INDEX = "artifact_head_searchable_ft"
 
 
+def _text(value: bytes | str) -> str:
+    """Identity columns are VARBINARY here (``powercontext.fields.IdentityField``)."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
 def _index_exists(table: str, index: str) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -53,7 +58,8 @@ class OceanBaseSearchBackend:
             )
             rows = cursor.fetchall()
         return [
-            RankedHit(entry_id, version_id, float(score)) for entry_id, version_id, score in rows
+            RankedHit(_text(entry_id), _text(version_id), float(score))
+            for entry_id, version_id, score in rows
         ]
 
     def memory_index_status(self) -> str | None:
@@ -88,7 +94,7 @@ class OceanBaseSearchBackend:
             )
             rows = cursor.fetchall()
         return [
-            RankedArtifact(artifact_id, revision, revision, float(score))
+            RankedArtifact(_text(artifact_id), revision, revision, float(score))
             for artifact_id, revision, score in rows
         ]
 

@@ -261,6 +261,18 @@ class TestScopes:
         assert [hit["text"] for hit in upper] == ["kubernetes manifests live in deploy/"]
         assert [hit["text"] for hit in lower] == ["kubernetes is not used here"]
 
+    @pytest.mark.parametrize("other", ["repo ", " repo", "repo\t", "repó"])
+    def test_scopes_differing_only_in_spaces_or_accents_are_distinct(self, api, remember, other):
+        remember("only in the plain scope", scope_id="repo")
+        assert api.ok("/v1/memory/search", {"scope_id": other, "query": "plain scope"}) == {
+            "memory": None,
+            "mode": None,
+            "hits": [],
+        }
+        remember("only in the other scope", scope_id=other)
+        listed = api.ok("/v1/memory/entries/list", {"scope_id": "repo"})["entries"]
+        assert [entry["text"] for entry in listed] == ["only in the plain scope"]
+
     def test_citation_from_another_scope_does_not_resolve(self, api, remember):
         citation = remember("secret of a", scope_id="a")["entry"]["citation"]
         remember("b has memory", scope_id="b")

@@ -62,6 +62,11 @@ class TestSources:
         other_scope = api.ok("/v1/sources/content", self.body(scope_id="t"), status=202)
         assert other_scope["position"] == 1
 
+    def test_ids_differing_only_in_trailing_space_are_distinct(self, api):
+        first = api.ok("/v1/sources/content", self.body(), status=202)
+        spaced = api.ok("/v1/sources/content", self.body(source_id="prompt-1 "), status=202)
+        assert (first["position"], spaced["position"]) == (1, 2)
+
     def test_same_id_other_payload_is_a_conflict(self, api):
         api.ok("/v1/sources/content", self.body(metadata={"agent": "codex"}), status=202)
         for changed in (self.body(content="other"), self.body(metadata={"agent": "claude"})):
