@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class ContextpackConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'contextpack'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "contextpack"

@@ -23,10 +23,10 @@ def term_stats_adjust(*, scope_id: str, removed: str | None, added: str | None) 
     """Move the counts from one document version to another (either may be None)."""
     deltas: Counter[str] = Counter()
     if removed is not None:
-        deltas.subtract({term: 1 for term in document_terms(removed)})
+        deltas.subtract(dict.fromkeys(document_terms(removed), 1))
         deltas[DOCUMENTS_TERM] -= 1
     if added is not None:
-        deltas.update({term: 1 for term in document_terms(added)})
+        deltas.update(dict.fromkeys(document_terms(added), 1))
         deltas[DOCUMENTS_TERM] += 1
     _apply(scope_id, {term: delta for term, delta in deltas.items() if delta})
 
@@ -51,9 +51,7 @@ def _apply(scope_id: str, deltas: dict[str, int]) -> None:
         cursor.executemany(upsert, rows)
     shrunk = [term for term, delta in deltas.items() if delta < 0]
     if shrunk:
-        MemoryTermStat.objects.filter(
-            scope_id=scope_id, term__in=shrunk, documents__lte=0
-        ).delete()
+        MemoryTermStat.objects.filter(scope_id=scope_id, term__in=shrunk, documents__lte=0).delete()
 
 
 def term_frequencies(*, scope_id: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:

@@ -59,7 +59,7 @@ def error_fields(response):
 
 
 def engine():
-    """"sqlite" or "oceanbase": the engine the suite runs on (settings_test.py)."""
+    """ "sqlite" or "oceanbase": the engine the suite runs on (settings_test.py)."""
     return "oceanbase" if os.environ.get("POWERCONTEXT_TEST_DATABASE") == "oceanbase" else "sqlite"
 
 

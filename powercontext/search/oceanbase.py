@@ -52,7 +52,8 @@ class OceanBaseSearchBackend:
                 f"SELECT entry_id, entry_version_id, "  # noqa: S608 - names only
                 f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "
                 f"FROM {table} "
-                f"WHERE scope_id = %s AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
+                f"WHERE scope_id = %s "
+                f"AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
                 f"ORDER BY score DESC, entry_id LIMIT %s",
                 [against, scope_id, against, limit],
             )

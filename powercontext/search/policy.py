@@ -79,9 +79,7 @@ def select_terms(
     enough to tell, when they occur in more than ``COMMON_TERM_SHARE`` of its documents.
     """
     known = [
-        term
-        for term in terms
-        if document_frequency.get(term, 0) > 0 and term not in STOP_TERMS
+        term for term in terms if document_frequency.get(term, 0) > 0 and term not in STOP_TERMS
     ]
     if documents >= MIN_DOCUMENTS_FOR_PRUNING:
         limit = COMMON_TERM_SHARE * documents

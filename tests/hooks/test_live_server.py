@@ -151,7 +151,10 @@ def test_ready_injection_is_byte_for_byte_against_live_server(powercontext_serve
 def test_live_empty_scope_and_wrong_token_fail_open(powercontext_server, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    base = {"POWERCONTEXT_URL": powercontext_server, "POWERCONTEXT_SCOPE_ID": "git:example.com/nothing"}
+    base = {
+        "POWERCONTEXT_URL": powercontext_server,
+        "POWERCONTEXT_SCOPE_ID": "git:example.com/nothing",
+    }
     run = run_hook(
         "codex",
         codex_payload("anything at all", str(tmp_path)),

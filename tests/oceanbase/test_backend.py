@@ -214,12 +214,12 @@ def test_features_hold_on_a_throwaway_model():
         class Meta:
             app_label = "tests"
             db_table = "pc_backend_feature_probe"
-            constraints = [  # noqa: RUF012
+            constraints = [
                 models.CheckConstraint(
                     condition=~models.Q(label="bad"), name="pc_probe_label_not_bad"
                 ),
             ]
-            indexes = [  # noqa: RUF012
+            indexes = [
                 models.Index(models.functions.Lower("label"), name="pc_probe_lower_label"),
             ]
 

@@ -80,7 +80,7 @@ class DatabaseFeatures(MySQLDatabaseFeatures):
     can_clone_databases = False
 
     # Only utf8mb4_general_ci and utf8mb4_bin exist for utf8mb4 (SHOW COLLATION).
-    test_collations = {  # noqa: RUF012 - Django's own attribute, read-only by convention
+    test_collations = {
         "ci": "utf8mb4_general_ci",
         "cs": "utf8mb4_bin",
         "non_default": "utf8mb4_general_ci",
