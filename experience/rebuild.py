@@ -5,7 +5,7 @@ content) and the Experience full-text index (from the heads). Authoritative: the
 Experience revisions and the candidates that produced them.
 """
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from experience.models import Candidate, CandidateStatus, ExperienceTermStat
 from experience.term_stats import term_stats_expected, term_stats_rebuild
@@ -19,6 +19,11 @@ def experience_rebuild_index() -> int:
     """Rewrite every Experience head's searchable_text from its head revision, then the
     full-text index from the heads, in one transaction (a reader sees the old state or
     the new one, never a partial index). Returns the number of Experience heads."""
+    backend = search_backend()
+    if not connection.features.can_rollback_ddl and backend.experience_index_status():
+        # OceanBase commits DDL implicitly: a missing index is created before the
+        # transaction (it covers the heads already there), never inside it.
+        backend.experience_rebuild()
     with transaction.atomic():
         heads = list(
             ArtifactHead.objects.select_for_update().filter(family=EXPERIENCE_FAMILY).order_by("pk")
@@ -32,7 +37,7 @@ def experience_rebuild_index() -> int:
                     searchable_text=text
                 )
         term_stats_rebuild(texts)
-        search_backend().experience_rebuild()
+        backend.experience_rebuild()
     return len(heads)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from memory.models import ManifestState, MemoryActiveEntry, MemoryManifestRow, MemoryTermStat
 from memory.services import projection_values
@@ -187,9 +187,14 @@ def memory_rebuild(
     started = time.monotonic()
     report = RebuildReport("memory")
     backend = search_backend()
+    recreated = backend.memory_index_status()
+    ddl_is_transactional = connection.features.can_rollback_ddl
+    if recreated and not ddl_is_transactional:
+        # OceanBase commits DDL implicitly, so the index cannot be created inside the
+        # rebuild's transaction; created first, it covers the rows already there.
+        backend.memory_rebuild()
     with transaction.atomic():
-        recreated = backend.memory_index_status()
-        if recreated:
+        if recreated and ddl_is_transactional:
             backend.memory_rebuild()
         scopes = memory_scopes(scope_id)
         total = (

@@ -33,11 +33,13 @@ def looker(client, django_user_model):
 
 
 def _detail(candidate):
-    return f"{QUEUE}{candidate['candidate_id']}/change/"
+    # quote(): admin URLs escape "_" sequences; an unquoted id that happens to contain
+    # one (e.g. "cand_22...") would not resolve back to itself.
+    return f"{QUEUE}{quote(candidate['candidate_id'])}/change/"
 
 
 def _action(candidate, action):
-    return f"{QUEUE}{candidate['candidate_id']}/{action}/"
+    return f"{QUEUE}{quote(candidate['candidate_id'])}/{action}/"
 
 
 def test_queue_lists_pending_newest_first_with_counts(desk, propose, approve):

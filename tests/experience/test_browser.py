@@ -84,22 +84,27 @@ def _propose(server, lesson, **extra):
     return candidate
 
 
-def _click(driver, element):
-    """Click and wait for the next page, so no lookup hits the page being left."""
+def _click(driver, by, value):
+    """Click the element once the page has loaded, then wait until the next page has
+    loaded too, so no lookup or click ever hits a page being left or still arriving."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
 
+    wait = WebDriverWait(driver, 20)
+    loaded = lambda d: d.execute_script("return document.readyState") == "complete"  # noqa: E731
+    wait.until(loaded)
     page = driver.find_element(By.TAG_NAME, "html")
-    element.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+    wait.until(expected_conditions.element_to_be_clickable((by, value))).click()
+    wait.until(expected_conditions.staleness_of(page))
+    wait.until(loaded)
 
 
 def _open_candidate(driver, server, lesson):
     from selenium.webdriver.common.by import By
 
     driver.get(server.url + "admin/experience/candidate/")
-    _click(driver, driver.find_element(By.PARTIAL_LINK_TEXT, lesson[:40]))
+    _click(driver, By.PARTIAL_LINK_TEXT, lesson[:40])
     assert lesson in driver.find_element(By.ID, "proposal").text
 
 
@@ -135,7 +140,7 @@ def test_reviewer_approves_and_rejects_in_the_admin(browser, server, tmp_path):
     browser.get(server.url + "admin/login/?next=/admin/experience/candidate/")
     browser.find_element(By.NAME, "username").send_keys("rita")
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-    _click(browser, browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
+    _click(browser, By.CSS_SELECTOR, "input[type=submit]")
     assert browser.find_element(By.ID, "count-pending").text == "2"
     queue = browser.page_source
     assert approved["candidate_id"] in queue
@@ -147,14 +152,14 @@ def test_reviewer_approves_and_rejects_in_the_admin(browser, server, tmp_path):
     assert "Importer retries live in jobs/nightly.py." in evidence
     ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "experience-candidate-detail.png"))
-    _click(browser, browser.find_element(By.ID, "approve-link"))
-    _click(browser, browser.find_element(By.ID, "confirm-approve"))
+    _click(browser, By.ID, "approve-link")
+    _click(browser, By.ID, "confirm-approve")
     assert browser.find_element(By.ID, "candidate-status").text == "approved"
 
     _open_candidate(browser, server, REJECTED)
-    _click(browser, browser.find_element(By.ID, "reject-link"))
+    _click(browser, By.ID, "reject-link")
     browser.find_element(By.NAME, "reason").send_keys("Rerunning hides the flakiness.")
-    _click(browser, browser.find_element(By.ID, "confirm-reject"))
+    _click(browser, By.ID, "confirm-reject")
     assert browser.find_element(By.ID, "candidate-status").text == "rejected"
     assert browser.find_element(By.ID, "decision-reason").text == "Rerunning hides the flakiness."
 

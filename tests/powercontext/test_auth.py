@@ -2,6 +2,7 @@
 The admin: a staff login to look, the review permission to decide."""
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
 
 from experience.models import Candidate
@@ -111,7 +112,7 @@ def candidate(api):
 
 
 def _admin_urls(candidate):
-    detail = f"{QUEUE}{candidate['candidate_id']}/"
+    detail = f"{QUEUE}{quote(candidate['candidate_id'])}/"
     return [QUEUE, detail + "change/", detail + "approve/", detail + "reject/", detail + "revise/"]
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.admin.utils import quote
 
 from tests.client import conftest as client_fixtures
 from tests.experience.servers import AGENT_TOKEN, REPO_ROOT, START_TIMEOUT, environment, manage
@@ -196,7 +197,7 @@ def run_every_operation(api: Http, reviewer_token: str, body_limit: int) -> list
     assert again["status"] in ("ready", "empty")
     assert api.request("GET", "/metrics")[0] == 200
     # The admin's URLs hold ids: anonymous, refused (login redirect, CSRF failure).
-    admin = f"/admin/experience/candidate/{candidate['candidate_id']}/"
+    admin = f"/admin/experience/candidate/{quote(candidate['candidate_id'])}/"
     assert api.request("GET", admin + f"change/?q={MARK}", token=None)[0] == 302
     refused = api.request("POST", admin + "approve/", raw=b"a=1", ctype=FORM, token=None)
     assert refused[0] == 403
