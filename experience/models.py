@@ -163,8 +163,6 @@ class ExperienceTermStat(models.Model):
     transaction; term selection reads it, as Memory's ``MemoryTermStat`` (which explains
     why the counts are kept per scope rather than read from an engine)."""
 
-    DOCUMENTS_TERM = ""
-
     scope_id = IdentityField(max_length=256)
     term = IdentityField(max_length=64, blank=True)
     documents = models.IntegerField()

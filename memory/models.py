@@ -118,8 +118,6 @@ class MemoryTermStat(models.Model):
     OceanBase exposes none). The row for the empty term counts the scope's documents.
     """
 
-    DOCUMENTS_TERM = ""
-
     scope_id = IdentityField(max_length=256)
     term = IdentityField(max_length=64, blank=True)
     documents = models.IntegerField()
