@@ -10,6 +10,7 @@ The output is plain space-separated tokens, so SQLite FTS5 (unicode61) and Ocean
 Pure: no Django, no I/O.
 """
 
+import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
@@ -43,9 +44,15 @@ def stem(word: str) -> str:
     return word
 
 
+# The first CJK code point: everything below it (ASCII, Latin, Cyrillic, ...) is not.
+_CJK_START = _CJK_RANGES[0][0]
+# For pure-ASCII text (most prompts) the term characters are exactly these.
+_ASCII_RUN = re.compile(r"[a-z0-9_]+")
+
+
 def _is_cjk(char: str) -> bool:
     code = ord(char)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+    return code >= _CJK_START and any(low <= code <= high for low, high in _CJK_RANGES)
 
 
 def _is_term_char(char: str) -> bool:
@@ -74,6 +81,9 @@ def _runs(text: str) -> Iterator[tuple[str, bool]]:
 
 def tokens(text: str) -> list[str]:
     """All tokens of ``text`` in order, repeats kept (term frequency matters)."""
+    if text.isascii():
+        # The same result as below, by regular expression: ASCII has no marks or CJK.
+        return [stem(run[:MAX_TOKEN_CHARS]) for run in _ASCII_RUN.findall(text.lower())]
     folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
     result: list[str] = []
     for run, is_cjk in _runs(folded):
@@ -94,4 +104,10 @@ def searchable_text(text: str) -> str:
 
 def query_terms(text: str) -> list[str]:
     """The distinct tokens of a query, in order of first appearance."""
-    return list(dict.fromkeys(tokens(text)))
+    return list(_query_terms(text))
+
+
+@lru_cache(maxsize=64)
+def _query_terms(text: str) -> tuple[str, ...]:
+    # Cached: one prepare searches Memory and Experience with the same prompt.
+    return tuple(dict.fromkeys(tokens(text)))

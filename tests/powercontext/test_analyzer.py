@@ -84,3 +84,10 @@ def test_fts5_splits_searchable_text_exactly_at_the_analyzers_spaces(values):
     indexed = {term for (term,) in db.execute("SELECT term FROM v")}
     expected = {token for value in values for token in analyzer.tokens(value)}
     assert indexed == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_ascii_fast_path_agrees_with_the_general_path(value):
+    # A non-ASCII character that yields no token forces the general path.
+    assert analyzer.tokens(value) == analyzer.tokens(value + " \u00a0")
