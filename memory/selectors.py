@@ -204,30 +204,29 @@ def memory_search_at(*, scope_id: str, head: int, query: str, limit: int) -> lis
     ranked = search_backend().memory_match(scope_id=scope_id, terms=selected, limit=limit)
     if not ranked:
         return []
-    versions = {
-        version.entry_version_id: version
-        for version in MemoryEntryVersion.objects.filter(
-            entry_version_id__in=[hit.entry_version_id for hit in ranked]
-        )
-    }
+    # One query for the hits' versions and the manifest rows that make them active.
     rows = {
         row.entry_version_id: row
-        for row in MemoryManifestRow.objects.filter(
+        for row in MemoryManifestRow.objects.select_related("entry_version").filter(
             scope_id=scope_id,
             # entry_id first: it lets the planner seek the few hits' rows instead of
             # walking every open row of a large scope.
             entry_id__in=[hit.entry_id for hit in ranked],
             state=ManifestState.ACTIVE,
             valid_to__isnull=True,
-            entry_version_id__in=list(versions),
+            entry_version_id__in=[hit.entry_version_id for hit in ranked],
         )
     }
     hits = []
     for hit in ranked:
-        version = versions[hit.entry_version_id]
         row = rows.get(hit.entry_version_id)
-        # Revision 0 names no revision: a hit with no active manifest row at all.
-        revision = 0 if row is None else max(row.valid_from, head)
+        if row is None:
+            # Revision 0 names no revision: a hit with no active manifest row at all,
+            # which the callers refuse (the builder's head check, SearchInconsistent).
+            hits.append(MemorySearchHit(0, hit.entry_id, hit.entry_version_id, "", hit.score))
+            continue
+        version = row.entry_version
+        revision = max(row.valid_from, head)
         hits.append(
             MemorySearchHit(
                 revision, version.entry_id, version.entry_version_id, version.text, hit.score
