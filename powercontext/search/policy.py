@@ -22,8 +22,10 @@ from collections.abc import Mapping
 
 from powercontext.analyzer import stem
 
-# A term in more than this share of documents is treated as a stop word.
-COMMON_TERM_SHARE = 0.08
+# A term in more than this share of documents is treated as a stop word. Measured on
+# locomo-dev: 0.08 pruned terms that still tell entries apart (bare questions 64.0 % any
+# evidence); 0.15 keeps them (65.7 %), with templates unchanged; 0.3 adds nothing more.
+COMMON_TERM_SHARE = 0.15
 # Below this many documents, shares are too noisy to call any term common.
 MIN_DOCUMENTS_FOR_PRUNING = 50
 # Searching more terms than this costs time and adds only weak evidence.
