@@ -4,8 +4,8 @@ External-content FTS5 table kept in step by triggers, so every change to the pro
 reaches the index in the same transaction. Tokens come from powercontext.analyzer already
 split by spaces; unicode61 with "_" as a token character and diacritics kept splits that
 text exactly at the spaces (marks are token characters, as in the analyzer, so words of
-scripts with combining vowel signs stay whole). The fts5vocab table gives document frequencies for term
-selection (powercontext.search.policy).
+scripts with combining vowel signs stay whole). Term document frequencies live in
+``MemoryTermStat`` (per scope, backend-neutral), not in an fts5vocab table.
 """
 
 from django.db import migrations
@@ -20,7 +20,6 @@ FORWARD = [
         tokenize="unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
     )
     """,
-    "CREATE VIRTUAL TABLE memory_activeentry_fts_vocab USING fts5vocab(memory_activeentry_fts, 'col')",
     """
     CREATE TRIGGER memory_activeentry_fts_insert AFTER INSERT ON memory_memoryactiveentry BEGIN
         INSERT INTO memory_activeentry_fts(rowid, scope_token, searchable_text)
@@ -48,7 +47,6 @@ REVERSE = [
     "DROP TRIGGER IF EXISTS memory_activeentry_fts_update",
     "DROP TRIGGER IF EXISTS memory_activeentry_fts_delete",
     "DROP TRIGGER IF EXISTS memory_activeentry_fts_insert",
-    "DROP TABLE IF EXISTS memory_activeentry_fts_vocab",
     "DROP TABLE IF EXISTS memory_activeentry_fts",
 ]
 

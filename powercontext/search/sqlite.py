@@ -26,12 +26,10 @@ from powercontext.search import RankedArtifact, RankedHit
 
 MEMORY_TABLE = "memory_memoryactiveentry"
 MEMORY_FTS = "memory_activeentry_fts"
-MEMORY_VOCAB = "memory_activeentry_fts_vocab"
 EXPERIENCE_FAMILY = "experience"
 EXPERIENCE_FTS = "experience_head_fts"
 MEMORY_INDEX_OBJECTS = (
     MEMORY_FTS,
-    MEMORY_VOCAB,
     "memory_activeentry_fts_insert",
     "memory_activeentry_fts_delete",
     "memory_activeentry_fts_update",
@@ -70,8 +68,8 @@ class SqliteSearchBackend:
         # The triggers count as part of the index: without them it silently goes stale.
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "
-                "AND name IN (%s, %s, %s, %s, %s)",
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "  # noqa: S608
+                f"AND name IN ({', '.join(['%s'] * len(MEMORY_INDEX_OBJECTS))})",
                 list(MEMORY_INDEX_OBJECTS),
             )
             present = {name for (name,) in cursor.fetchall()}

@@ -324,9 +324,9 @@ def test_a_drifted_fulltext_index_is_caught_and_rebuild_fixes_it(seeded):
 @SQLITE
 def test_a_missing_fulltext_table_is_caught(seeded):
     with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE memory_activeentry_fts_vocab")
+        cursor.execute("DROP TRIGGER memory_activeentry_fts_update")
     (problem,) = failing()["memory.fulltext"]
-    assert problem.endswith("missing full-text object(s): memory_activeentry_fts_vocab")
+    assert problem.endswith("missing full-text object(s): memory_activeentry_fts_update")
 
 
 # -- scope and output ------------------------------------------------------------------
