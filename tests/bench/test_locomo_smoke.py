@@ -3,12 +3,11 @@ CI, so it cannot rot. Only that it completes and prints its table is checked: it
 are measurements, not targets."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.bench.runner import run_bench
 from tests.conftest import sqlite_only
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,16 +29,7 @@ def test_committed_templates_wrap_one_question_in_300_to_1500_bytes():
 @sqlite_only("the benchmark measures the SQLite deployment; it runs in the SQLite pass")
 @pytest.mark.skipif(not DATA.is_dir(), reason="the LoCoMo development split is not present")
 def test_locomo_ci_configuration_completes_and_prints_the_table(tmp_path):
-    completed = subprocess.run(
-        [sys.executable, "bench/locomo.py", "--ci", "--home", str(tmp_path / "home")],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    out = completed.stdout
+    out = run_bench("locomo.py", "--home", str(tmp_path / "home"))
     assert "| policy | prompt | questions | cites all | cites any |" in out
     for row in ("| tuned (HTTP) | bare |", "| naive (in-process) | bare |"):
         assert row in out
