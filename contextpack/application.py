@@ -2,6 +2,8 @@
 
 It resolves one Memory head, searches exactly that revision (and the approved
 Experience heads) inside one read snapshot, and hands typed hits to the pure builder.
+The query is a whole prompt: terms that recur in the scope's recent captured prompts are
+the user's boilerplate and are not searched (``powercontext.search.policy``).
 It writes nothing: no source, no memory, no cursor, no projection.
 """
 
@@ -20,7 +22,9 @@ from contextpack.builder import (
 )
 from memory.selectors import memory_head, memory_search_at
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
-from powercontext import metrics
+from powercontext import analyzer, metrics
+from powercontext.prompt_history import recent_prompt_terms
+from powercontext.search.policy import recurring_terms
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
@@ -31,8 +35,9 @@ _experience_search: list[ExperienceSearch] = []
 
 def register_experience_search(search: ExperienceSearch) -> None:
     """Called by the experience app when it is ready:
-    ``search(*, scope_id, query, limit) -> Sequence[ExperienceHit]`` (approved heads only,
-    best first, each citing its exact approved revision). Registration keeps this module
+    ``search(*, scope_id, query, limit, recurring) -> Sequence[ExperienceHit]`` (approved
+    heads only, best first, each citing its exact approved revision; ``recurring`` terms
+    not searched). Registration keeps this module
     free of an import of the experience app, which builds on it."""
     _experience_search[:] = [search]
 
@@ -69,6 +74,9 @@ class ScopedContextApplication:
     def _prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
         with read_snapshot():
             head = memory_head(scope_id=scope_id)
+            recurring = recurring_terms(
+                analyzer.query_terms(query), recent_prompt_terms(scope_id=scope_id, query=query)
+            )
             memory_hits = [
                 MemoryHit(
                     citation=MemoryCitation(
@@ -79,13 +87,22 @@ class ScopedContextApplication:
                     text=hit.text,
                 )
                 for hit in memory_search_at(
-                    scope_id=scope_id, head=head, query=query, limit=MEMORY_WINDOW
+                    scope_id=scope_id,
+                    head=head,
+                    query=query,
+                    limit=MEMORY_WINDOW,
+                    recurring=recurring,
                 )
             ]
             experience_hits: list[ExperienceHit] = []
             for search in _experience_search:
                 experience_hits.extend(
-                    search(scope_id=scope_id, query=query, limit=EXPERIENCE_WINDOW)
+                    search(
+                        scope_id=scope_id,
+                        query=query,
+                        limit=EXPERIENCE_WINDOW,
+                        recurring=recurring,
+                    )
                 )
         if not memory_hits and not experience_hits:
             return EMPTY

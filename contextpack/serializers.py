@@ -7,11 +7,12 @@ from powercontext.api.fields import (
     StrictSerializer,
     scope_id_field,
 )
+from powercontext.prompt_history import QUERY_MAX_CHARS
 
 
 class PrepareContextInput(StrictSerializer):
     scope_id = scope_id_field()
-    query = StrictCharField(non_blank=True, min_length=1, max_length=8192)
+    query = StrictCharField(non_blank=True, min_length=1, max_length=QUERY_MAX_CHARS)
     max_bytes = StrictIntegerField(min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, default=8000)
 
 

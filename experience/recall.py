@@ -4,11 +4,15 @@
 ``contextpack.application``, which calls it inside its read snapshot.
 """
 
+from collections.abc import Collection
+
 from contextpack.builder import ArtifactRef, ExperienceHit
 from experience.selectors import experience_search_at
 
 
-def experience_pack_hits(*, scope_id: str, query: str, limit: int) -> list[ExperienceHit]:
+def experience_pack_hits(
+    *, scope_id: str, query: str, limit: int, recurring: Collection[str] = frozenset()
+) -> list[ExperienceHit]:
     """The builder's Experience hits: approved heads only, best first, each citing its
     exact approved revision with its four fields."""
     return [
@@ -19,5 +23,7 @@ def experience_pack_hits(*, scope_id: str, query: str, limit: int) -> list[Exper
             outcome=hit.outcome,
             lesson=hit.lesson,
         )
-        for hit in experience_search_at(scope_id=scope_id, query=query, limit=limit)
+        for hit in experience_search_at(
+            scope_id=scope_id, query=query, limit=limit, recurring=recurring
+        )
     ]

@@ -9,6 +9,7 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -209,9 +210,12 @@ class ExperienceSearchHit:
     family: str = EXPERIENCE_FAMILY
 
 
-def experience_search_at(*, scope_id: str, query: str, limit: int) -> list[ExperienceSearchHit]:
+def experience_search_at(
+    *, scope_id: str, query: str, limit: int, recurring: Collection[str] = frozenset()
+) -> list[ExperienceSearchHit]:
     """Approved Experience of the scope matching ``query``, best first (ties by artifact
-    id), each with its head revision's four fields.
+    id), each with its head revision's four fields; ``recurring`` terms are not searched
+    (``powercontext.search.policy.select_terms``).
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
@@ -221,7 +225,7 @@ def experience_search_at(*, scope_id: str, query: str, limit: int) -> list[Exper
     if not terms:
         return []
     frequencies, documents = term_frequencies(scope_id=scope_id, terms=terms)
-    selected = select_terms(terms, frequencies, documents)
+    selected = select_terms(terms, frequencies, documents, recurring)
     if not selected:
         return []
     ranked = search_backend().experience_match(scope_id=scope_id, terms=selected, limit=limit)

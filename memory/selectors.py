@@ -3,6 +3,7 @@
 import base64
 import binascii
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,8 +187,11 @@ class MemorySearchHit:
     score: float
 
 
-def memory_search_at(*, scope_id: str, head: int, query: str, limit: int) -> list[MemorySearchHit]:
-    """Full-text hits for ``query`` against revision ``head``, best first.
+def memory_search_at(
+    *, scope_id: str, head: int, query: str, limit: int, recurring: Collection[str] = frozenset()
+) -> list[MemorySearchHit]:
+    """Full-text hits for ``query`` against revision ``head``, best first; ``recurring``
+    terms are not searched (``powercontext.search.policy.select_terms``).
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
@@ -198,7 +202,7 @@ def memory_search_at(*, scope_id: str, head: int, query: str, limit: int) -> lis
     if head == 0 or not terms:
         return []
     frequencies, documents = term_frequencies(scope_id=scope_id, terms=terms)
-    selected = select_terms(terms, frequencies, documents)
+    selected = select_terms(terms, frequencies, documents, recurring)
     if not selected:
         return []
     ranked = search_backend().memory_match(scope_id=scope_id, terms=selected, limit=limit)
