@@ -157,6 +157,41 @@ def test_context_pack_has_approved_lesson_and_never_pending_or_rejected(
     assert "Rejected" not in pack["content"]
 
 
+def test_the_users_recurring_instructions_do_not_pull_in_experience(api, propose, approve):
+    # A lesson that shares only the user's usual instructions with the prompt.
+    approve(
+        propose(
+            proposal={
+                "situation": "Reviewing a branch before it is merged.",
+                "action": "Ran the full test suite and read the diff line by line.",
+                "outcome": "Two regressions found before merging.",
+                "lesson": "Run the full test suite and review the diff before merging.",
+            }
+        )
+    )
+    template = "Run the full test suite and review the diff afterwards. {question}"
+
+    def experience_cited(question):
+        query = template.format(question=question)
+        pack = api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": query})
+        if pack["status"] == "empty":
+            return []
+        return [item for item in _pack_items(pack["content"]) if item.get("kind")]
+
+    assert experience_cited("Why did the importer hang?")
+    for turn, question in enumerate(["Where is the exporter?", "Who owns billing?"] * 3):
+        api.ok(
+            "/v1/sources/content",
+            {
+                "scope_id": SCOPE,
+                "source_id": f"prompt:{turn}",
+                "content": template.format(question=question),
+            },
+            status=202,
+        )
+    assert experience_cited("Why did the importer hang?") == []
+
+
 def test_context_pack_is_empty_when_only_pending_or_rejected_match(api, propose, reject):
     _propose_about(propose, "Pending: nightly importer schema migration broke.")
     reject(_propose_about(propose, "Rejected: nightly importer schema migration broke."))

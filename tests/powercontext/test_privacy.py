@@ -392,7 +392,7 @@ def test_no_log_record_or_output_names_caller_data(
     mcp_calls(api)
 
     # 500: a failure whose message quotes the caller's data, as a database error might.
-    def failing(*, scope_id, head, query, limit):
+    def failing(*, scope_id, query, **_):
         raise RuntimeError(f"the index choked on {query!r} in {scope_id!r}")
 
     monkeypatch.setattr("contextpack.application.memory_search_at", failing)

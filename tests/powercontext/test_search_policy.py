@@ -8,9 +8,12 @@ from powercontext.search.policy import (
     COMMON_TERM_SHARE,
     MAX_QUERY_TERMS,
     MIN_DOCUMENTS_FOR_PRUNING,
+    MIN_PROMPTS_FOR_RECURRING,
+    RECURRING_PROMPT_SHARE,
     STOP_TERMS,
     STOP_WORDS,
     idf,
+    recurring_terms,
     select_terms,
 )
 
@@ -71,6 +74,43 @@ def test_every_stop_word_is_a_stop_term_in_the_form_the_analyzer_gives():
     for word in STOP_WORDS:
         (token,) = analyzer.query_terms(word)
         assert token in STOP_TERMS
+
+
+def test_recurring_terms_are_never_searched():
+    frequency = {"orca": 1, "staging": 4, "diff": 2}
+    assert select_terms(["diff", "orca", "staging"], frequency, 400, {"diff"}) == [
+        "orca",
+        "staging",
+    ]
+
+
+def test_too_few_earlier_prompts_make_no_term_recurring():
+    prompts = [frozenset({"diff", "push"})] * (MIN_PROMPTS_FOR_RECURRING - 1)
+    assert recurring_terms(["diff", "orca"], prompts) == frozenset()
+
+
+def test_a_term_recurs_from_the_share_of_earlier_prompts_it_is_in():
+    size = 2 * MIN_PROMPTS_FOR_RECURRING
+    needed = int(RECURRING_PROMPT_SHARE * size)
+    # diff is in just enough of the prompts, push in one prompt fewer.
+    prompts = [
+        frozenset({"diff"} if n < needed else {"misc"}) | ({"push"} if n < needed - 1 else set())
+        for n in range(size)
+    ]
+    assert recurring_terms(["diff", "push", "orca"], prompts) == frozenset({"diff"})
+
+
+@given(
+    st.lists(st.frozensets(words, max_size=6), max_size=30),
+    st.lists(words, max_size=10, unique=True),
+)
+def test_recurring_terms_are_query_terms_in_the_share_of_prompts(prompts, query):
+    found = recurring_terms(query, prompts)
+    assert found <= set(query)
+    for term in query:
+        share = sum(term in prompt for prompt in prompts) / max(len(prompts), 1)
+        expected = len(prompts) >= MIN_PROMPTS_FOR_RECURRING and share >= RECURRING_PROMPT_SHARE
+        assert (term in found) == expected
 
 
 @given(indexes())

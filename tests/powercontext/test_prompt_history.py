@@ -1,0 +1,53 @@
+"""Reading a scope's recent prompts back from the source journal (powercontext.prompt_history)."""
+
+import pytest
+
+from powercontext.analyzer import query_terms
+from powercontext.prompt_history import QUERY_MAX_CHARS, recent_prompt_terms
+from powercontext.search.policy import PROMPT_HISTORY
+from powercontext.sources import source_capture
+
+pytestmark = pytest.mark.django_db
+
+SCOPE = "scope-a"
+
+
+def capture(prompt, number, scope_id=SCOPE):
+    source_capture(scope_id=scope_id, source_id=f"prompt:{number}", content=prompt)
+
+
+def test_newest_first_at_most_the_window_and_only_this_scope():
+    for number in range(PROMPT_HISTORY + 3):
+        capture(f"prompt number{number}", number)
+    capture("another scope's prompt", 99, scope_id="scope-b")
+
+    prompts = recent_prompt_terms(scope_id=SCOPE, query="something else")
+    assert len(prompts) == PROMPT_HISTORY
+    newest = PROMPT_HISTORY + 2
+    assert [prompt - {"prompt"} for prompt in prompts[:2]] == [
+        {f"number{newest}"},
+        {f"number{newest - 1}"},
+    ]
+    assert prompts[0] == frozenset(query_terms(f"prompt number{newest}"))
+
+
+def test_the_prompt_being_prepared_is_left_out_even_repeated():
+    for number in range(3):
+        capture("Run the tests, then tell me about orca.", number)
+    capture("Run the tests, then tell me about the cache.", 3)
+    prompts = recent_prompt_terms(scope_id=SCOPE, query="Run the tests, then tell me about orca.")
+    assert prompts == [frozenset(query_terms("Run the tests, then tell me about the cache."))]
+
+
+def test_a_prompt_cut_to_the_query_limit_is_recognised_by_its_start():
+    # The hook sends the first QUERY_MAX_CHARS characters and captures the whole prompt.
+    prompt = "word " * (QUERY_MAX_CHARS // 5) + "and then the tail the query never saw"
+    capture(prompt, 1)
+    capture(prompt[:QUERY_MAX_CHARS] + " but a different tail", 2)
+    assert recent_prompt_terms(scope_id=SCOPE, query=prompt[:QUERY_MAX_CHARS]) == []
+    # A shorter query is a whole prompt: a longer captured prompt is another prompt.
+    assert len(recent_prompt_terms(scope_id=SCOPE, query="word word")) == 2
+
+
+def test_an_empty_journal_has_no_history():
+    assert recent_prompt_terms(scope_id=SCOPE, query="anything") == []
