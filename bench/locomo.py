@@ -7,6 +7,13 @@ a real ``manage.py serve``, then asks every category 1-4 question through
 template (bench/prompts/locomo_templates.json). A pack *cites* a turn when an item of its
 JSON carries that turn's (entry_id, entry_version_id).
 
+Every prompt is asked twice. First *cold*: nothing captured yet, as a one-off prompt in a new
+scope. Then *as the hook runs it*: the hook also captures each prompt into the scope's source
+journal, and prepare does not search the terms that recur in the user's recent prompts
+(powercontext.search.policy); here each prompt style is one pass over all questions, each
+prompt captured after its pack is prepared. Runs measure on a fresh copy of the seeded
+database, so no run inherits an earlier run's captured prompts.
+
 In the same run, and from the same database, the naive admission rule is measured as the
 baseline: every distinct query term is searched, and a hit is admitted only when it matches
 at least max(2, ceil(n/4)) of the n distinct query terms (1 when n <= 2); the admitted hits,
@@ -27,6 +34,7 @@ import json
 import math
 import os
 import re
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -39,9 +47,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from hooks.powercontext_hook import capture_source_id  # noqa: E402  (stdlib only)
+
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 DEFAULT_TEMPLATES = ROOT / "bench" / "prompts" / "locomo_templates.json"
 SEED_FILE = "locomo_seed.json"
+DATABASE_FILE = "powercontext.sqlite3"
 BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
 END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 SCORED_CATEGORIES = (1, 2, 3, 4)
@@ -94,7 +108,7 @@ class Api:
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
 
-    def post(self, path: str, body: dict) -> dict:
+    def post(self, path: str, body: dict, status: int = 200) -> dict:
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         for attempt in (1, 2):
@@ -108,7 +122,7 @@ class Api:
                 self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
                 if attempt == 2:
                     raise
-        if response.status != 200:
+        if response.status != status:
             raise RuntimeError(f"{path}: HTTP {response.status}: {payload[:300]!r}")
         return json.loads(payload)
 
@@ -342,6 +356,48 @@ def format_table(rows: list[tuple[str, str, dict[str, float]]]) -> str:
     return "\n".join(lines)
 
 
+def seeded_home(home: Path, conversations: Sequence[Conversation]) -> dict:
+    """Seed ``home`` with every conversation not seeded there yet; the turn mapping."""
+    seed_path = home / SEED_FILE
+    mapping = json.loads(seed_path.read_text()) if seed_path.exists() else {}
+    missing = [c for c in conversations if c.name not in mapping]
+    if missing:
+        started = time.perf_counter()
+        with running_server(home) as url:
+            api = Api(url)
+            mapping.update(seed(api, missing))
+            api.close()
+        seed_path.write_text(json.dumps(mapping))
+        print(
+            f"# seeded {len(missing)} conversation(s) over HTTP in "
+            f"{time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+    return mapping
+
+
+def fresh_copy(home: Path) -> Path:
+    """A new data directory holding a copy of ``home``'s database. Each run captures
+    prompts; measuring on a copy keeps a reused seed free of an earlier run's history."""
+    work = Path(tempfile.mkdtemp(prefix="pc-locomo-run-"))
+    source = sqlite3.connect(home / DATABASE_FILE)
+    target = sqlite3.connect(work / DATABASE_FILE)
+    with target:
+        source.backup(target)
+    source.close()
+    target.close()
+    return work
+
+
+def capture_body(scope_id: str, session: str, turn: int, prompt: str) -> dict:
+    """``POST /v1/sources/content`` as the hook sends it for one prompt."""
+    return {
+        "scope_id": scope_id,
+        "source_id": capture_source_id(scope_id, session, f"turn_id:{turn}", prompt),
+        "content": prompt,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     paths = sorted(Path(args.data).glob("*.json"))
     if args.conversations:
@@ -357,64 +413,88 @@ def run(args: argparse.Namespace) -> int:
 
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="pc-locomo-"))
     home.mkdir(parents=True, exist_ok=True)
-    seed_path = home / SEED_FILE
-    with running_server(home) as url:
+    mapping = seeded_home(home, conversations)
+    work = fresh_copy(home)
+    turns = sum(len(c.turns) for c in conversations)
+    print(
+        f"# {len(conversations)} conversation(s), {turns} turns; seed {home}, run {work}",
+        flush=True,
+    )
+
+    cold = {name: Tally() for name, _ in variants}
+    captured = {name: Tally() for name, _ in variants}
+    naive = {name: Tally() for name, _ in variants}
+    unscorable = 0
+    with running_server(work) as url:
         api = Api(url)
-        started = time.perf_counter()
-        mapping = json.loads(seed_path.read_text()) if seed_path.exists() else {}
-        missing = [c for c in conversations if c.name not in mapping]
-        if missing:
-            mapping.update(seed(api, missing))
-            seed_path.write_text(json.dumps(mapping))
-        turns = sum(len(c.turns) for c in conversations)
-        print(
-            f"# {len(conversations)} conversation(s), {turns} turns "
-            f"({len(missing)} seeded over HTTP in {time.perf_counter() - started:.0f} s), "
-            f"home {home}",
-            flush=True,
-        )
-        baseline = NaiveBaseline(home)
+        baseline = NaiveBaseline(work)
         for conversation in conversations:
             for turn in conversation.turns:
                 baseline.learn(mapping[conversation.name][turn.dia_id][1], turn.text)
 
-        tuned = {name: Tally() for name, _ in variants}
-        naive = {name: Tally() for name, _ in variants}
-        unscorable = 0
-        for conversation in conversations:
+        def evidence_of(conversation: Conversation, question: Question) -> set:
             turn_ids = mapping[conversation.name]
-            questions = conversation.questions[: args.questions_limit]
-            for question in questions:
-                evidence = {tuple(turn_ids[d]) for d in question.evidence if d in turn_ids}
+            return {tuple(turn_ids[d]) for d in question.evidence if d in turn_ids}
+
+        def prepare(conversation: Conversation, prompt: str) -> tuple[dict, float]:
+            body = {"scope_id": conversation.scope_id, "query": prompt, "max_bytes": args.max_bytes}
+            began = time.perf_counter()
+            payload = api.post("/v1/context/prepare", body)
+            return payload, (time.perf_counter() - began) * 1000
+
+        # 1. Cold: no prompt captured yet, every prompt is a one-off. The naive rule runs
+        #    here too: it has no notion of prompt history.
+        for conversation in conversations:
+            for question in conversation.questions[: args.questions_limit]:
+                evidence = evidence_of(conversation, question)
                 if not evidence:
                     unscorable += 1  # LoCoMo has a few questions citing no existing turn
                     continue
                 for name, template in variants:
-                    body = {
-                        "scope_id": conversation.scope_id,
-                        "query": render(template, question.text),
-                        "max_bytes": args.max_bytes,
-                    }
+                    prompt = render(template, question.text)
+                    payload, elapsed = prepare(conversation, prompt)
+                    cold[name].add(payload, evidence, elapsed)
                     began = time.perf_counter()
-                    payload = api.post("/v1/context/prepare", body)
-                    tuned[name].add(payload, evidence, (time.perf_counter() - began) * 1000)
-                    began = time.perf_counter()
-                    payload = baseline.prepare(**body)
+                    payload = baseline.prepare(
+                        scope_id=conversation.scope_id, query=prompt, max_bytes=args.max_bytes
+                    )
                     naive[name].add(payload, evidence, (time.perf_counter() - began) * 1000)
+
+        # 2. As the hook runs: each prompt is also captured into the source journal, so
+        #    later prompts see the user's earlier ones. A user writes in one style for a
+        #    while: each prompt style is one pass over every question, in order, and a new
+        #    style starts with the previous style's prompts as its history. The capture is
+        #    sent after prepare (the hook sends both at once; prepare ignores the prompt's
+        #    own capture either way).
+        for name, template in variants:
+            for conversation in conversations:
+                for turn, question in enumerate(conversation.questions[: args.questions_limit]):
+                    prompt = render(template, question.text)
+                    payload, elapsed = prepare(conversation, prompt)
+                    evidence = evidence_of(conversation, question)
+                    if evidence:
+                        captured[name].add(payload, evidence, elapsed)
+                    api.post(
+                        "/v1/sources/content",
+                        capture_body(conversation.scope_id, f"locomo-{name}", turn, prompt),
+                        status=202,
+                    )
         api.close()
 
-    rows = [("tuned (HTTP)", name, tuned[name].row()) for name, _ in variants]
+    rows = [("tuned, cold (HTTP)", name, cold[name].row()) for name, _ in variants]
+    rows += [("tuned, prompts captured (HTTP)", name, captured[name].row()) for name, _ in variants]
     rows += [("naive (in-process)", name, naive[name].row()) for name, _ in variants]
     print(f"# max_bytes {args.max_bytes}; {unscorable} question(s) without a stored evidence turn")
     print(format_table(rows))
-    bare_any = tuned[BARE].row()["any_pct"]
-    worst = min(tuned[name].row()["any_pct"] for name, _ in variants)
-    worst_bytes = max(tuned[name].row()["mean_bytes"] for name, _ in variants)
-    print(
-        f"# tuned: bare any-evidence {bare_any:.1f} % (goal >= 65), worst template "
-        f"{worst:.1f} % (goal >= bare - 5), worst mean content_bytes {worst_bytes:.0f} "
-        "(goal <= 4000)"
-    )
+    for label, tallies in (("cold", cold), ("prompts captured", captured)):
+        bare_any = tallies[BARE].row()["any_pct"]
+        worst = min(tallies[name].row()["any_pct"] for name, _ in variants)
+        worst_bytes = max(tallies[name].row()["mean_bytes"] for name, _ in variants)
+        print(
+            f"# tuned, {label}: bare any-evidence {bare_any:.1f} % (goal >= 65), worst prompt "
+            f"{worst:.1f} % (goal >= bare - 5), worst mean content_bytes {worst_bytes:.0f} "
+            "(goal <= 4000)"
+        )
     if args.json_out:
         Path(args.json_out).write_text(
             json.dumps([{"policy": p, "prompt": v, **r} for p, v, r in rows], indent=2)
@@ -428,8 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
     parser.add_argument(
         "--home",
-        help="POWERCONTEXT_HOME to use (default: a fresh temporary directory); "
-        "a home seeded by an earlier run is reused as it is",
+        help="where the seeded database is kept (default: a fresh temporary directory); "
+        "a home seeded by an earlier run is reused, and each run measures on a copy of it",
     )
     parser.add_argument("--conversations", nargs="*", help="conversation ids (file stems)")
     parser.add_argument("--questions-limit", type=int, default=None)

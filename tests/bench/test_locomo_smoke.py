@@ -31,6 +31,6 @@ def test_committed_templates_wrap_one_question_in_300_to_1500_bytes():
 def test_locomo_ci_configuration_completes_and_prints_the_table(tmp_path):
     out = run_bench("locomo.py", "--home", str(tmp_path / "home"))
     assert "| policy | prompt | questions | cites all | cites any |" in out
-    for row in ("| tuned (HTTP) | bare |", "| naive (in-process) | bare |"):
-        assert row in out
-    assert out.count("| tuned (HTTP) |") == 2
+    for policy in ("tuned, cold (HTTP)", "tuned, prompts captured (HTTP)", "naive (in-process)"):
+        assert f"| {policy} | bare |" in out
+        assert out.count(f"| {policy} |") == 2
