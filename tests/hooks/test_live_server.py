@@ -170,3 +170,66 @@ def test_live_empty_scope_and_wrong_token_fail_open(powercontext_server, tmp_pat
     assert run.stdout == b""
     assert run.diagnostic()["outcome"] == "authentication_failed"
     assert run.diagnostic()["http_status"] == 401
+
+
+def test_the_hooks_own_captures_teach_recall_the_users_instructions(powercontext_server, tmp_path):
+    # The hook captures every prompt; after a few prompts in the same style, the style's
+    # words ("run the full test suite", "review the diff") no longer pull in the entries
+    # that share them, and the question's own memory is the whole pack.
+    scope = "git:example.com/acme/live-history"
+    template = (
+        "Read the notes from our earlier sessions first. {question}\n\nThen run the full "
+        "test suite, review the diff yourself and leave the branch uncommitted."
+    )
+    boilerplate = [
+        "Read the notes from earlier sessions before you change anything.",
+        "Run the full test suite before you report back.",
+        "Review the diff yourself and leave the branch uncommitted.",
+    ]
+    for text in boilerplate:
+        post(
+            powercontext_server,
+            "/v1/memory/remember",
+            {"scope_id": scope, "kind": "note", "text": text},
+        )
+    _, target = post(
+        powercontext_server,
+        "/v1/memory/remember",
+        {
+            "scope_id": scope,
+            "kind": "note",
+            "text": "Staging deploys need the VPN profile named orca.",
+        },
+    )
+    prompt = template.format(question="Does orca explain why the staging deploy hangs?")
+
+    def cited(content):
+        body = content.split("BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1\n", 1)[1]
+        items = json.loads(body.rsplit("\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1", 1)[0])["items"]
+        return [item["citation"]["entry_id"] for item in items]
+
+    _, cold = post(powercontext_server, "/v1/context/prepare", {"scope_id": scope, "query": prompt})
+    assert len(cited(cold["content"])) == 1 + len(boilerplate)
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = hook_env(
+        home,
+        POWERCONTEXT_URL=powercontext_server,
+        POWERCONTEXT_API_TOKEN=TOKEN,
+        POWERCONTEXT_SCOPE_ID=scope,
+    )
+    questions = [
+        "Who owns the billing dashboard?",
+        "Where does the exporter write CSV files?",
+        "Which port does the sidecar use?",
+        "When was Kafka upgraded?",
+        "What broke the importer?",
+    ]
+    for turn, question in enumerate(questions):
+        payload = codex_payload(template.format(question=question), str(tmp_path))
+        run = run_hook("codex", dict(payload, turn_id=f"turn-{turn}"), env)
+        assert run.returncode == 0
+
+    run = run_hook("codex", dict(codex_payload(prompt, str(tmp_path)), turn_id="turn-x"), env)
+    assert cited(run.context()) == [target["entry"]["citation"]["entry_id"]]
