@@ -20,7 +20,7 @@ Nor can the index's counts see a user's own boilerplate: "run the full test suit
 push", "check the diff" are as rare in a scope's memories as the words of the question they
 wrap, and a user sends the same instructions prompt after prompt. The hook captures every
 prompt into the scope's source journal, so the prompts themselves say which words recur:
-a term in at least half of the scope's recent prompts says nothing about what this prompt
+a term in a good share of the scope's recent prompts says nothing about what this prompt
 asks (``recurring_terms``), and a Context Pack does not search it. A one-off prompt, or a
 new scope, has no such history and is searched as it is.
 """
@@ -41,13 +41,14 @@ MAX_QUERY_TERMS = 24
 
 # How many of a scope's most recent captured prompts are looked back on, how many it takes
 # before any term is called recurring, and the share of them a recurring term is in.
-# Measured on locomo-dev (prompts captured as the hook does): 20 / 5 / 0.5 lifts questions
-# inside templates from 34-50 % to 63-64 % any evidence, bare questions unchanged; a window
-# of 50 adapts too slowly when the user's template changes (59-62 %), a share of 0.3 adds
-# half a point.
+# Measured on locomo-dev (prompts captured as the hook does): 20 / 5 / 0.3 lifts questions
+# inside templates from 34-50 % to 63-64 % any evidence, bare questions unchanged. A share
+# of 0.5 does as well until the user's templated prompts alternate with two short replies
+# each ("yes, go ahead", "continue"), where it falls back to 34-50 %; 0.3 holds there. A
+# window of 50 adapts too slowly when the user's template changes (59-62 %).
 PROMPT_HISTORY = 20
 MIN_PROMPTS_FOR_RECURRING = 5
-RECURRING_PROMPT_SHARE = 0.5
+RECURRING_PROMPT_SHARE = 0.3
 
 # English function words (pronouns, determiners, prepositions, conjunctions, auxiliaries
 # and their contraction stems, as the analyzer splits "don't" into "don" and "t"), plus

@@ -1,7 +1,7 @@
 """A user's recurring instructions are not searched (powercontext.search.policy).
 
 The hook captures every prompt into the scope's source journal. Once the scope has enough
-earlier prompts, a term that is in at least half of them is boilerplate: a Context Pack
+earlier prompts, a term in a large enough share of them is boilerplate: a Context Pack
 does not search it, so entries that share only the user's instructions stay out of the
 pack. Only the HTTP API is used, so this holds for every search backend.
 """
@@ -87,6 +87,16 @@ def test_without_earlier_prompts_the_instructions_pull_in_their_entries(api, mem
 def test_instructions_in_every_earlier_prompt_are_not_searched(api, memory):
     target, _ = memory
     capture_earlier_prompts(api, MIN_PROMPTS_FOR_RECURRING)
+    assert cited(api, TEMPLATE.format(question=QUESTION)) == [target]
+
+
+def test_short_replies_between_the_templated_prompts_do_not_hide_the_instructions(api, memory):
+    # Agent sessions alternate real requests with "yes, go ahead" and "continue".
+    target, _ = memory
+    for turn, question in enumerate(EARLIER_QUESTIONS[:MIN_PROMPTS_FOR_RECURRING]):
+        capture(api, TEMPLATE.format(question=question), turn=f"{turn}")
+        capture(api, "Yes, go ahead.", turn=f"{turn}-yes")
+        capture(api, "Continue.", turn=f"{turn}-continue")
     assert cited(api, TEMPLATE.format(question=QUESTION)) == [target]
 
 
