@@ -20,6 +20,10 @@ class IdentityField(models.CharField):
         return super().db_type(connection)
 
     def from_db_value(self, value, expression, connection):
-        if isinstance(value, bytes | bytearray):
-            return value.decode("utf-8")
-        return value
+        return identity_text(value)
+
+
+def identity_text(value: bytes | str) -> str:
+    """An identity column's value as read back, as text: raw SQL on an IdentityField
+    column gets bytes on OceanBase (VARBINARY) and text on SQLite."""
+    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else value
