@@ -2,6 +2,7 @@
 
 import pytest
 
+from powercontext import prompt_history
 from powercontext.analyzer import query_terms
 from powercontext.prompt_history import QUERY_MAX_CHARS, recent_prompt_terms
 from powercontext.search.policy import PROMPT_HISTORY
@@ -51,3 +52,19 @@ def test_a_prompt_cut_to_the_query_limit_is_recognised_by_its_start():
 
 def test_an_empty_journal_has_no_history():
     assert recent_prompt_terms(scope_id=SCOPE, query="anything") == []
+
+
+def test_only_the_start_a_query_could_hold_is_analysed():
+    capture("word " * (QUERY_MAX_CHARS // 5) + "tailword", 1)
+    [terms] = recent_prompt_terms(scope_id=SCOPE, query="another prompt")
+    assert "word" in terms
+    assert "tailword" not in terms
+
+
+def test_the_per_process_cache_of_analysed_prompts_is_bounded(monkeypatch):
+    monkeypatch.setattr(prompt_history, "_CACHE_SIZE", 3)
+    monkeypatch.setattr(prompt_history, "_cache", type(prompt_history._cache)())
+    for number in range(6):
+        capture(f"prompt number{number}", number)
+    assert len(recent_prompt_terms(scope_id=SCOPE, query="x")) == 6
+    assert len(prompt_history._cache) == 3
