@@ -6,11 +6,15 @@
 Seeds ``--entries`` coding-agent memories (bench/corpus.py, deterministic from ``--seed``)
 into one scope of a fresh data directory through the Memory services (``memory_remember``,
 one transaction each: the server's write path minus HTTP), then starts the real server
-(``manage.py serve`` on 127.0.0.1, port 0) and sends every committed realistic prompt
-(bench/prompts/prepare_prompts.json) through ``POST /v1/context/prepare``. In the same run,
-interleaved with the HTTP requests, it times the raw FTS5 statement the backend issues for
-the same selected terms (same window of 16) with Python's sqlite3 on the same database
-file. Target: median HTTP latency <= raw median + 5 ms; p99 is reported too.
+(``manage.py serve`` on 127.0.0.1, port 0). As the hook does on every prompt, it first
+captures each committed realistic prompt (bench/prompts/prepare_prompts.json) into the
+scope's source journal (``POST /v1/sources/content``, ids stable, so a re-run on a reused
+data directory repeats the same captures idempotently); prepare then reads that prompt
+history and leaves the terms recurring in it unsearched. It then sends every prompt
+through ``POST /v1/context/prepare``. In the same run, interleaved with the HTTP requests,
+it times the raw FTS5 statement the backend issues for the same selected terms (recurring
+terms left out as prepare leaves them out; same window of 16) with Python's sqlite3 on the
+same database file. Target: median HTTP latency <= raw median + 5 ms; p99 is reported too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from locomo import Api, percentile, running_server  # noqa: E402
 
+from hooks.powercontext_hook import capture_source_id  # noqa: E402
+
 SCOPE = "bench:prepare"
+SESSION = "bench-prepare"
 DEFAULT_PROMPTS = ROOT / "bench" / "prompts" / "prepare_prompts.json"
 # The statement SqliteSearchBackend.memory_match issues, with sqlite3's "?" placeholders.
 RAW_MATCH_SQL = (
@@ -66,18 +73,43 @@ def seed(entries: int, seed_value: int) -> float:
     return time.perf_counter() - started
 
 
+def capture_prompts(url: str, prompts: list[str]) -> None:
+    """Capture every prompt into the scope's source journal through the HTTP API, in
+    order, as the hook does while it prepares each prompt's pack (202 each)."""
+    from powercontext.client import PowerContextClient
+
+    with PowerContextClient(url, timeout=60) as client:
+        for turn, prompt in enumerate(prompts):
+            client.capture_content_source(
+                scope_id=SCOPE,
+                source_id=capture_source_id(SCOPE, SESSION, f"turn_id:{turn}", prompt),
+                content=prompt,
+            )
+
+
+def prompt_history_size() -> int:
+    """How many captured prompts the scope's source journal holds."""
+    from powercontext.models import SourceRecord
+    from powercontext.sources import CONTENT_SOURCE
+
+    return SourceRecord.objects.filter(scope_id=SCOPE, source_type=CONTENT_SOURCE).count()
+
+
 def plans(prompts: list[str]) -> list[tuple[str, str | None]]:
-    """Each prompt with the MATCH expression prepare runs for it (None: no term selected)."""
+    """Each prompt with the MATCH expression prepare runs for it (None: no term selected):
+    the same terms as ``contextpack.application`` selects, recurring prompt terms left out."""
     from memory.term_stats import term_frequencies
     from powercontext import analyzer
-    from powercontext.search.policy import select_terms
+    from powercontext.prompt_history import recent_prompt_terms
+    from powercontext.search.policy import recurring_terms, select_terms
     from powercontext.search.sqlite import match_expression
 
     result = []
     for prompt in prompts:
         terms = analyzer.query_terms(prompt)
+        recurring = recurring_terms(terms, recent_prompt_terms(scope_id=SCOPE, query=prompt))
         frequencies, documents = term_frequencies(scope_id=SCOPE, terms=terms)
-        selected = select_terms(terms, frequencies, documents)
+        selected = select_terms(terms, frequencies, documents, recurring)
         result.append((prompt, match_expression(SCOPE, selected) if selected else None))
     return result
 
@@ -94,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from django.db import connections
 
     from memory.models import MemoryActiveEntry
+    from powercontext.search.policy import PROMPT_HISTORY
 
     call_command("migrate", interactive=False, verbosity=0)
     present = MemoryActiveEntry.objects.filter(scope_id=SCOPE).count()
@@ -114,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     with running_server(home) as url:
+        capture_prompts(url, prompts)
+        history = prompt_history_size()
+        print(
+            f"# prompt history: {history} captured prompt(s) in the scope; prepare looks back "
+            f"on the latest {PROMPT_HISTORY}",
+            flush=True,
+        )
         planned = plans(prompts)
         raw = sqlite3.connect(settings.DATABASES["default"]["NAME"])
         api = Api(url)
