@@ -147,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     with running_server(home) as url:
-        capture_prompts(url, prompts)
+        if not args.no_capture:
+            capture_prompts(url, prompts)
         history = prompt_history_size()
         print(
             f"# prompt history: {history} captured prompt(s) in the scope; prepare looks back "
@@ -211,6 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="passes over the prompts")
     parser.add_argument("--data-dir", help="a fresh directory (default: a new temp dir)")
     parser.add_argument("--enforce", action="store_true", help="exit 1 when the target is missed")
+    parser.add_argument(
+        "--no-capture",
+        action="store_true",
+        help="do not capture the prompts first (a data directory without captured prompts "
+        "then measures prepare with no prompt history: every term of a prompt counted)",
+    )
     parser.add_argument("--ci", action="store_true", help="2,000 entries, one round")
     args = parser.parse_args(argv)
     if args.ci:
