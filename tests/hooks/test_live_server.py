@@ -39,6 +39,15 @@ def post(base, path, body):
         return response.status, json.loads(response.read())
 
 
+def live_hook_env(tmp_path, server, scope):
+    """The hook's environment against the live server, in a home of its own."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return hook_env(
+        home, POWERCONTEXT_URL=server, POWERCONTEXT_API_TOKEN=TOKEN, POWERCONTEXT_SCOPE_ID=scope
+    )
+
+
 @pytest.fixture(scope="module")
 def powercontext_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("powercontext-home")
@@ -126,14 +135,7 @@ def test_ready_injection_is_byte_for_byte_against_live_server(powercontext_serve
     assert status == 200
     assert expected["status"] == "ready", expected
 
-    home = tmp_path / "home"
-    home.mkdir()
-    env = hook_env(
-        home,
-        POWERCONTEXT_URL=powercontext_server,
-        POWERCONTEXT_API_TOKEN=TOKEN,
-        POWERCONTEXT_SCOPE_ID=SCOPE,
-    )
+    env = live_hook_env(tmp_path, powercontext_server, SCOPE)
     for agent, make in (("codex", codex_payload), ("claude", claude_payload)):
         run = run_hook(agent, make(prompt, str(tmp_path)), env)
         assert run.returncode == 0
@@ -211,14 +213,7 @@ def test_the_hooks_own_captures_teach_recall_the_users_instructions(powercontext
     _, cold = post(powercontext_server, "/v1/context/prepare", {"scope_id": scope, "query": prompt})
     assert len(cited(cold["content"])) == 1 + len(boilerplate)
 
-    home = tmp_path / "home"
-    home.mkdir()
-    env = hook_env(
-        home,
-        POWERCONTEXT_URL=powercontext_server,
-        POWERCONTEXT_API_TOKEN=TOKEN,
-        POWERCONTEXT_SCOPE_ID=scope,
-    )
+    env = live_hook_env(tmp_path, powercontext_server, scope)
     questions = [
         "Who owns the billing dashboard?",
         "Where does the exporter write CSV files?",
