@@ -37,8 +37,8 @@ def register_experience_search(search: ExperienceSearch) -> None:
     """Called by the experience app when it is ready:
     ``search(*, scope_id, query, limit, recurring) -> Sequence[ExperienceHit]`` (approved
     heads only, best first, each citing its exact approved revision; ``recurring`` terms
-    not searched). Registration keeps this module
-    free of an import of the experience app, which builds on it."""
+    not searched). Registration keeps this module free of an import of the experience
+    app, which builds on it."""
     _experience_search[:] = [search]
 
 

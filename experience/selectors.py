@@ -30,7 +30,7 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactRevision
 from powercontext.search import search_backend
-from powercontext.search.policy import select_terms
+from powercontext.search.policy import countable_terms, select_terms
 
 
 class ExperienceIndexInconsistent(PowerContextError):
@@ -221,7 +221,7 @@ def experience_search_at(
     the hits and the rest of the request see one committed state. Raises
     ExperienceIndexInconsistent when the index describes another revision than the head.
     """
-    terms = analyzer.query_terms(query)
+    terms = countable_terms(analyzer.query_terms(query), recurring)
     if not terms:
         return []
     frequencies, documents = term_frequencies(scope_id=scope_id, terms=terms)

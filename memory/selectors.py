@@ -31,7 +31,7 @@ from powercontext.exceptions import (
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.search import RankedHit, search_backend
-from powercontext.search.policy import STOP_TERMS, select_terms
+from powercontext.search.policy import countable_terms, select_terms
 from powercontext.snapshot import read_snapshot
 
 SEARCH_MODES = ("auto", "fts")
@@ -203,10 +203,7 @@ def memory_search_at(
     terms = analyzer.query_terms(query)
     if head == 0 or not terms:
         return []
-    # select_terms never searches a stop word or a recurring term, whatever its count, so
-    # only the other terms are counted: a whole prompt is mostly function words and the
-    # user's recurring instructions, and every counted term is one more index lookup.
-    candidates = [term for term in terms if term not in STOP_TERMS and term not in recurring]
+    candidates = countable_terms(terms, recurring)
     if not candidates:
         return []
     frequencies, documents = term_frequencies(scope_id=scope_id, terms=candidates)

@@ -98,6 +98,13 @@ def recurring_terms(terms: Collection[str], prompts: Sequence[Collection[str]]) 
     return frozenset(term for term in terms if sum(term in prompt for prompt in prompts) >= needed)
 
 
+def countable_terms(terms: list[str], recurring: Collection[str] = frozenset()) -> list[str]:
+    """The terms ``select_terms`` could keep, whatever their counts: the only ones worth
+    counting in the index (a whole prompt is mostly function words and the user's recurring
+    instructions, and each counted term is one more index lookup)."""
+    return [term for term in terms if term not in STOP_TERMS and term not in recurring]
+
+
 def select_terms(
     terms: list[str],
     document_frequency: Mapping[str, int],

@@ -1,4 +1,4 @@
-"""memory_search_at counts only the query terms that term selection could keep.
+"""The searches count only the query terms that term selection could keep (countable_terms).
 
 A prompt is mostly function words and the user's recurring instructions, and every counted
 term is an index lookup, so the search leaves stop words and recurring terms out of the
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from memory import services
 from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at
-from powercontext.search.policy import STOP_TERMS, STOP_WORDS, select_terms
+from powercontext.search.policy import STOP_WORDS, countable_terms, select_terms
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 terms_lists = st.lists(st.one_of(words, st.sampled_from(sorted(STOP_WORDS))), unique=True)
@@ -31,7 +31,7 @@ terms_lists = st.lists(st.one_of(words, st.sampled_from(sorted(STOP_WORDS))), un
 def test_selection_never_reads_the_count_of_a_stop_word_or_a_recurring_term(terms, data, documents):
     frequency = {term: data.draw(st.integers(min_value=0, max_value=documents)) for term in terms}
     recurring = frozenset(data.draw(st.lists(st.sampled_from(terms))) if terms else [])
-    candidates = [term for term in terms if term not in STOP_TERMS and term not in recurring]
+    candidates = countable_terms(terms, recurring)
     counted = {term: frequency[term] for term in candidates}
     assert select_terms(candidates, counted, documents, recurring) == select_terms(
         terms, frequency, documents, recurring
