@@ -74,9 +74,8 @@ class ScopedContextApplication:
     def _prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
         with read_snapshot():
             head = memory_head(scope_id=scope_id)
-            recurring = recurring_terms(
-                analyzer.query_terms(query), recent_prompt_terms(scope_id=scope_id, query=query)
-            )
+            terms = analyzer.query_terms(query)
+            recurring = recurring_terms(terms, recent_prompt_terms(scope_id=scope_id, query=query))
             memory_hits = [
                 MemoryHit(
                     citation=MemoryCitation(
@@ -89,7 +88,7 @@ class ScopedContextApplication:
                 for hit in memory_search_at(
                     scope_id=scope_id,
                     head=head,
-                    query=query,
+                    terms=terms,
                     limit=MEMORY_WINDOW,
                     recurring=recurring,
                 )

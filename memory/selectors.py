@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Q
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
-from memory.term_stats import term_frequencies
+from memory.term_stats import search_terms
 from memory.values import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -31,7 +31,6 @@ from powercontext.exceptions import (
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.search import RankedHit, search_backend
-from powercontext.search.policy import countable_terms, select_terms
 from powercontext.snapshot import read_snapshot
 
 SEARCH_MODES = ("auto", "fts")
@@ -190,24 +189,24 @@ class MemorySearchHit:
 
 
 def memory_search_at(
-    *, scope_id: str, head: int, query: str, limit: int, recurring: Collection[str] = frozenset()
+    *,
+    scope_id: str,
+    head: int,
+    terms: list[str],
+    limit: int,
+    recurring: Collection[str] = frozenset(),
 ) -> list[MemorySearchHit]:
-    """Full-text hits for ``query`` against revision ``head``, best first; ``recurring``
-    terms are not searched (``powercontext.search.policy.select_terms``).
+    """Full-text hits for a query's analyzer ``terms`` against revision ``head``, best
+    first; ``recurring`` terms are not searched (``powercontext.search.policy``).
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
     the head would surface as a citation of another revision, which the Context Pack
     builder refuses, instead of passing silently.
     """
-    terms = analyzer.query_terms(query)
-    if head == 0 or not terms:
+    if head == 0:
         return []
-    candidates = countable_terms(terms, recurring)
-    if not candidates:
-        return []
-    frequencies, documents = term_frequencies(scope_id=scope_id, terms=candidates)
-    selected = select_terms(candidates, frequencies, documents, recurring)
+    selected = search_terms(scope_id=scope_id, terms=terms, recurring=recurring)
     if not selected:
         return []
     ranked = search_backend().memory_match(scope_id=scope_id, terms=selected, limit=limit)
@@ -273,7 +272,8 @@ def memory_search(
         head = memory_head(scope_id=scope_id)
         if head == 0:
             return {"memory": None, "mode": None, "hits": []}
-        hits = memory_search_at(scope_id=scope_id, head=head, query=query, limit=limit)
+        terms = analyzer.query_terms(query)
+        hits = memory_search_at(scope_id=scope_id, head=head, terms=terms, limit=limit)
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0

@@ -8,6 +8,13 @@ _counts = TermCounts(MemoryTermStat)
 
 term_stats_adjust = _counts.adjust
 term_frequencies = _counts.frequencies
+search_terms = _counts.search_terms
 expected_term_stats = expected_counts
 
-__all__ = ["DOCUMENTS_TERM", "expected_term_stats", "term_frequencies", "term_stats_adjust"]
+__all__ = [
+    "DOCUMENTS_TERM",
+    "expected_term_stats",
+    "search_terms",
+    "term_frequencies",
+    "term_stats_adjust",
+]

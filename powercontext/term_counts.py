@@ -7,12 +7,13 @@ agree with the index it searches (``powercontext.search.policy`` weighs terms by
 """
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from django.db import connection
 
 from powercontext.fields import identity_text
+from powercontext.search.policy import countable_terms, select_terms
 
 DOCUMENTS_TERM = ""
 
@@ -61,6 +62,17 @@ class TermCounts:
         shrunk = [term for term, delta in deltas.items() if delta < 0]
         if shrunk:
             self.model.objects.filter(scope_id=scope_id, term__in=shrunk, documents__lte=0).delete()
+
+    def search_terms(
+        self, *, scope_id: str, terms: list[str], recurring: Collection[str] = frozenset()
+    ) -> list[str]:
+        """The query ``terms`` worth searching in this scope (``policy.select_terms``),
+        counting only those selection could keep."""
+        candidates = countable_terms(terms, recurring)
+        if not candidates:
+            return []
+        frequencies, documents = self.frequencies(scope_id=scope_id, terms=candidates)
+        return select_terms(candidates, frequencies, documents, recurring)
 
     def frequencies(self, *, scope_id: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:
         """(documents of the scope containing each term, documents in the scope)."""

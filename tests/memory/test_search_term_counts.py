@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from memory import services
 from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at
+from powercontext.analyzer import query_terms
 from powercontext.search.policy import STOP_WORDS, countable_terms, select_terms
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
@@ -49,7 +50,7 @@ def test_search_counts_only_terms_it_could_search_and_finds_the_same_entry():
     table = MemoryTermStat._meta.db_table
     with CaptureQueriesContext(connection) as queries:
         hits = memory_search_at(
-            scope_id=scope, head=head, query=query, limit=16, recurring=recurring
+            scope_id=scope, head=head, terms=query_terms(query), limit=16, recurring=recurring
         )
     assert [hit.text for hit in hits] == ["The scheduler times out on CI."]
     (count_query,) = [query["sql"] for query in queries if table in query["sql"]]
@@ -65,7 +66,11 @@ def test_a_query_of_stop_words_and_recurring_terms_counts_nothing():
     head = memory_head(scope_id=scope)
     with CaptureQueriesContext(connection) as queries:
         hits = memory_search_at(
-            scope_id=scope, head=head, query="Please deploy it", limit=16, recurring={"deploy"}
+            scope_id=scope,
+            head=head,
+            terms=query_terms("Please deploy it"),
+            limit=16,
+            recurring={"deploy"},
         )
     assert hits == []
     assert len(queries) == 0
