@@ -33,20 +33,33 @@ def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
     about which of its words are boilerplate).
     """
     # Written as SQL: it runs on every prepare, and the ORM took several times longer to
-    # build this statement than the index takes to answer it.
+    # build these statements than the index takes to answer them.
     table = connection.ops.quote_name(SourceRecord._meta.db_table)
+    where = "WHERE scope_id = %s AND source_type = %s"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT payload_hash, payload FROM {table} "  # noqa: S608 - names and placeholders only
-            "WHERE scope_id = %s AND source_type = %s ORDER BY position DESC LIMIT %s",
+            f"SELECT position, payload_hash FROM {table} {where} "  # noqa: S608 - names and placeholders only
+            "ORDER BY position DESC LIMIT %s",
             # A few rows more than needed: some may be this very prompt.
             [scope_id, CONTENT_SOURCE, PROMPT_HISTORY + 2],
         )
-        records = cursor.fetchall()
+        recent = cursor.fetchall()
+        known = {payload_hash: _cached(payload_hash) for _, payload_hash in recent}
+        # Payloads (up to 200,000 characters each) are read only for the prompts this
+        # process has not analysed yet: usually the one captured since the last prepare.
+        unseen = [position for position, payload_hash in recent if known[payload_hash] is None]
+        if unseen:
+            cursor.execute(
+                f"SELECT payload_hash, payload FROM {table} {where} "  # noqa: S608 - names and placeholders only
+                f"AND position IN ({', '.join(['%s'] * len(unseen))})",
+                [scope_id, CONTENT_SOURCE, *unseen],
+            )
+            for payload_hash, payload in cursor.fetchall():
+                known[payload_hash] = _analysed(payload_hash, payload)
     prompts = []
-    for payload_hash, payload in records:
-        prompt = _prompt(payload_hash, payload)
-        if prompt.is_cut_to(query):
+    for _, payload_hash in recent:
+        prompt = known[payload_hash]  # every unseen payload was read just above
+        if prompt is None or prompt.start == query:  # this prompt, or its cut to the limit
             continue
         prompts.append(prompt.terms)
         if len(prompts) == PROMPT_HISTORY:
@@ -56,19 +69,12 @@ def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
 
 @dataclass(frozen=True)
 class _Prompt:
-    """What prepare needs of one captured prompt: at most its first QUERY_MAX_CHARS
-    characters (all a query can hold; a pasted log of 200,000 characters is not kept
-    whole), its length, and the terms of that start."""
+    """What prepare needs of one captured prompt: its first QUERY_MAX_CHARS characters
+    (all a query can hold; a pasted log of 200,000 characters is not kept whole) and their
+    terms. A query equal to ``start`` is this prompt, or this prompt cut to the limit."""
 
     start: str
-    length: int
     terms: frozenset[str]
-
-    def is_cut_to(self, query: str) -> bool:
-        """True when ``query`` is this prompt, or its cut to the query limit."""
-        if len(query) == QUERY_MAX_CHARS:
-            return self.start == query
-        return self.length == len(query) and self.start == query
 
 
 # Captured payloads never change (a source id is bound to one payload hash), so each is
@@ -78,15 +84,17 @@ _cache: OrderedDict[str, _Prompt] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _prompt(payload_hash: str, payload: str) -> _Prompt:
+def _cached(payload_hash: str) -> _Prompt | None:
     with _cache_lock:
         prompt = _cache.get(payload_hash)
         if prompt is not None:
             _cache.move_to_end(payload_hash)
-            return prompt
-    content = json.loads(payload)["content"]
-    start = content[:QUERY_MAX_CHARS]
-    prompt = _Prompt(start, len(content), frozenset(analyzer.tokens(start)))
+        return prompt
+
+
+def _analysed(payload_hash: str, payload: str) -> _Prompt:
+    start = json.loads(payload)["content"][:QUERY_MAX_CHARS]
+    prompt = _Prompt(start, frozenset(analyzer.tokens(start)))
     with _cache_lock:
         _cache[payload_hash] = prompt
         if len(_cache) > _CACHE_SIZE:

@@ -1,6 +1,8 @@
 """Reading a scope's recent prompts back from the source journal (powercontext.prompt_history)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from powercontext import prompt_history
 from powercontext.analyzer import query_terms
@@ -68,3 +70,18 @@ def test_the_per_process_cache_of_analysed_prompts_is_bounded(monkeypatch):
         capture(f"prompt number{number}", number)
     assert len(recent_prompt_terms(scope_id=SCOPE, query="x")) == 6
     assert len(prompt_history._cache) == 3
+
+
+def test_a_payload_is_read_once_per_process(monkeypatch):
+    # Payloads can be 200,000 characters: later prepares read only the hashes.
+    monkeypatch.setattr(prompt_history, "_cache", type(prompt_history._cache)())
+    for number in range(3):
+        capture(f"prompt number{number}", number)
+    with CaptureQueriesContext(connection) as first:
+        recent_prompt_terms(scope_id=SCOPE, query="x")
+    with CaptureQueriesContext(connection) as again:
+        assert len(recent_prompt_terms(scope_id=SCOPE, query="x")) == 3
+    assert sum("payload FROM" in query["sql"] for query in first.captured_queries) == 1
+    assert [
+        query["sql"] for query in again.captured_queries if "payload FROM" in query["sql"]
+    ] == []
