@@ -18,6 +18,7 @@ the spaces, exactly as FTS5 splits them on SQLite. Quirks that bite:
 
 from django.db import connection
 
+from powercontext.fields import identity_text
 from powercontext.models import ArtifactHead
 from powercontext.search import RankedArtifact, RankedHit
 
@@ -25,11 +26,6 @@ MEMORY_TABLE = "memory_memoryactiveentry"
 MEMORY_FULLTEXT_INDEX = "memory_activeentry_ft"
 EXPERIENCE_FAMILY = "experience"
 HEAD_FULLTEXT_INDEX = "artifact_head_searchable_ft"
-
-
-def _text(value: bytes | str) -> str:
-    """Identity columns are VARBINARY here (``powercontext.fields.IdentityField``)."""
-    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def _index_exists(table: str, index: str) -> bool:
@@ -59,7 +55,7 @@ class OceanBaseSearchBackend:
             )
             rows = cursor.fetchall()
         return [
-            RankedHit(_text(entry_id), _text(version_id), float(score))
+            RankedHit(identity_text(entry_id), identity_text(version_id), float(score))
             for entry_id, version_id, score in rows
         ]
 
@@ -95,7 +91,7 @@ class OceanBaseSearchBackend:
             )
             rows = cursor.fetchall()
         return [
-            RankedArtifact(_text(artifact_id), revision, revision, float(score))
+            RankedArtifact(identity_text(artifact_id), revision, revision, float(score))
             for artifact_id, revision, score in rows
         ]
 

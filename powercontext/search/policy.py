@@ -25,7 +25,6 @@ asks (``recurring_terms``), and a Context Pack does not search it. A one-off pro
 new scope, has no such history and is searched as it is.
 """
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 
 from powercontext.analyzer import stem
@@ -81,11 +80,6 @@ STOP_WORDS = frozenset(
 
 # The analyzer stems English words ("does" becomes "doe"): the list holds both forms.
 STOP_TERMS = STOP_WORDS | frozenset(stem(word) for word in STOP_WORDS)
-
-
-def idf(document_frequency: int, documents: int) -> float:
-    """bm25's inverse document frequency (always positive)."""
-    return math.log((documents - document_frequency + 0.5) / (document_frequency + 0.5) + 1.0)
 
 
 def recurring_terms(terms: Collection[str], prompts: Sequence[Collection[str]]) -> frozenset[str]:

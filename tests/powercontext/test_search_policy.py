@@ -12,7 +12,6 @@ from powercontext.search.policy import (
     RECURRING_PROMPT_SHARE,
     STOP_TERMS,
     STOP_WORDS,
-    idf,
     recurring_terms,
     select_terms,
 )
@@ -142,14 +141,6 @@ def test_every_eligible_term_rarer_than_a_selected_one_is_selected(index):
             and (documents < MIN_DOCUMENTS_FOR_PRUNING or frequency[term] <= limit)
         }
         assert set(selected) == eligible
-
-
-@given(st.integers(min_value=1, max_value=10**6), st.data())
-def test_idf_is_positive_and_falls_as_terms_get_commoner(documents, data):
-    low = data.draw(st.integers(min_value=0, max_value=documents))
-    high = data.draw(st.integers(min_value=low, max_value=documents))
-    assert idf(high, documents) > 0
-    assert idf(low, documents) >= idf(high, documents)
 
 
 def test_the_policy_module_imports_no_django():

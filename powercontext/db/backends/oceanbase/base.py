@@ -110,11 +110,6 @@ class DatabaseWrapper(mysql_base.DatabaseWrapper):
             )
         return version
 
-    @cached_property
-    def is_seekdb(self) -> bool:
-        """True on seekdb (the embedded/single-node OceanBase), False on a cluster."""
-        return "seekdb" in self.mysql_server_data["version_comment"].lower()
-
     def get_database_version(self) -> tuple[int, ...]:
         # Compared with features.minimum_database_version by the connection check.
         return self.oceanbase_version[:3]

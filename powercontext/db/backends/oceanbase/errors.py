@@ -5,14 +5,8 @@ They arrive as ``exc.args[0]`` of the MySQLdb error, wrapped by Django in the ma
 """
 
 DUPLICATE_KEY = 1062  # IntegrityError: unique/primary key violated
-CHECK_VIOLATED = 3819  # IntegrityError (mapped by Django's MySQL cursor)
 # OperationalError: a lock was not granted in time. Also what NOWAIT and
 # ``FOR UPDATE WAIT n`` raise. The wait is bounded by ob_query_timeout (10 s by default),
 # not by innodb_lock_wait_timeout.
 LOCK_WAIT_TIMEOUT = 1205
-DEADLOCK = 1213  # OperationalError: chosen as deadlock victim (detected after seconds)
-# OperationalError: under REPEATABLE READ / SERIALIZABLE, writing a row another
-# transaction changed after this one's snapshot ("can't serialize access").
-SERIALIZATION_FAILURE = 6235
-QUERY_TIMEOUT = 4012  # OperationalError: statement exceeded ob_query_timeout
 FULLTEXT_INDEX_MISSING = 1191  # OperationalError: MATCH without a matching FULLTEXT index

@@ -13,7 +13,6 @@ table and column comments, descending index columns).
 from __future__ import annotations
 
 from django.db.backends.mysql.features import DatabaseFeatures as MySQLDatabaseFeatures
-from django.utils.functional import cached_property
 
 
 class DatabaseFeatures(MySQLDatabaseFeatures):
@@ -85,8 +84,3 @@ class DatabaseFeatures(MySQLDatabaseFeatures):
         "cs": "utf8mb4_bin",
         "non_default": "utf8mb4_general_ci",
     }
-
-    @cached_property
-    def is_seekdb(self) -> bool:
-        """Embedded/single-node seekdb rather than a distributed OceanBase cluster."""
-        return self.connection.is_seekdb
