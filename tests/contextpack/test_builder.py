@@ -429,10 +429,12 @@ def test_truncation_never_breaks_unicode(unit: str) -> None:
     text = unit * (3000 // utf8_len(unit))
     full_bytes = build([mem("e1", text)]).content_bytes
 
+    checked = 0
     for max_bytes in range(max(MIN_MAX_BYTES, full_bytes - 2100), full_bytes + 1):
         result = build([mem("e1", text)], max_bytes=max_bytes)
         if result.status == "empty":
             continue
+        checked += 1
         assert result.content is not None
         assert result.content_bytes == utf8_len(result.content) <= max_bytes
         (item,) = items_of(result)
@@ -441,6 +443,8 @@ def test_truncation_never_breaks_unicode(unit: str) -> None:
         assert content.endswith(ELLIPSIS)
         assert text.startswith(content[:-1])
         assert MIN_TRUNCATED_BYTES <= utf8_len(content) <= ITEM_SOURCE_CAP_BYTES
+    # Every budget from the smallest truncation up to the whole item was exercised.
+    assert checked > 1000
 
 
 @pytest.mark.parametrize(
