@@ -244,7 +244,18 @@ def test_bad_changes_fields(api, body, field):
 def test_bad_prepare_fields(api, body, field):
     response = api.post("/v1/context/prepare", body)
     assert response.status_code == 422
+    assert error_code(response) == "invalid_request"
     assert field in error_fields(response)
+
+
+@pytest.mark.django_db
+def test_prepare_query_limit_counts_characters_not_bytes(api):
+    # 8,192 four-byte characters are 32 KiB of UTF-8 and still one valid query.
+    ok = api.post("/v1/context/prepare", {"scope_id": "a", "query": "😀" * 8192})
+    assert ok.status_code == 200
+    refused = api.post("/v1/context/prepare", {"scope_id": "a", "query": "😀" * 8193})
+    assert refused.status_code == 422
+    assert error_fields(refused) == ["query"]
 
 
 @pytest.mark.parametrize("path", [REMEMBER, "/v1/capabilities", "/health/live"])
