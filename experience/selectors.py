@@ -5,8 +5,6 @@ is an approved one; pending and rejected candidates exist only as candidate rows
 nothing here (nor search, nor the Context Pack) ever turns into Experience.
 """
 
-import base64
-import binascii
 import hashlib
 import json
 from collections.abc import Collection
@@ -21,6 +19,7 @@ from experience.term_stats import term_frequencies
 from experience.values import EXPERIENCE_FAMILY, Proposal, experience_ref
 from powercontext import analyzer
 from powercontext.artifacts import revision_content
+from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import (
     ArtifactNotFound,
     CandidateConflict,
@@ -95,26 +94,25 @@ class _ListCursor:
     candidate_id: str
 
     def encode(self) -> str:
-        raw = json.dumps([self.filters, self.created_at.isoformat(), self.candidate_id])
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+        return encode_cursor([self.filters, self.created_at.isoformat(), self.candidate_id])
 
     @classmethod
     def decode(cls, token: str, filters: str) -> "_ListCursor":
-        try:
-            padded = token + "=" * (-len(token) % 4)
-            bound, created, after = json.loads(base64.urlsafe_b64decode(padded))
-            if not (isinstance(bound, str) and isinstance(created, str) and isinstance(after, str)):
-                raise ValueError(token)
-            created_at = datetime.fromisoformat(created)
-            if created_at.tzinfo is None:
-                raise ValueError(token)
-            # Compared in UTC: a time with no UTC equivalent (year 1 at +01:00) is no cursor.
-            created_at = created_at.astimezone(UTC)
-        except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError) as error:
-            raise InvalidRequest("cursor", "Invalid cursor.") from error
-        if bound != filters:
+        cursor = decode_cursor(token, cls._parse)
+        if cursor.filters != filters:
             raise InvalidRequest("cursor", "The cursor was issued for other filters.")
-        return cls(bound, created_at, after)
+        return cursor
+
+    @classmethod
+    def _parse(cls, values: list[Any]) -> "_ListCursor":
+        bound, created, after = values
+        if not (isinstance(bound, str) and isinstance(created, str) and isinstance(after, str)):
+            raise ValueError(values)
+        created_at = datetime.fromisoformat(created)
+        if created_at.tzinfo is None:
+            raise ValueError(values)
+        # Compared in UTC: a time with no UTC equivalent (year 1 at +01:00) is no cursor.
+        return cls(bound, created_at.astimezone(UTC), after)
 
 
 def _filters_key(scope_id: str, status: str, family: str | None) -> str:

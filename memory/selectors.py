@@ -1,7 +1,5 @@
 """Reads of a scope's Memory: exact citations, listings, changes and search."""
 
-import base64
-import binascii
 import json
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from memory.values import (
 )
 from powercontext import analyzer
 from powercontext.artifacts import head_revision, revision_content
+from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import (
     ArtifactNotFound,
     CapabilityNotSupported,
@@ -97,24 +96,23 @@ class _ListCursor:
     include_inactive: bool
 
     def encode(self) -> str:
-        raw = json.dumps([self.revision, self.after_entry_id, self.include_inactive])
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+        return encode_cursor([self.revision, self.after_entry_id, self.include_inactive])
 
     @classmethod
     def decode(cls, token: str) -> "_ListCursor":
-        try:
-            padded = token + "=" * (-len(token) % 4)
-            revision, after, inactive = json.loads(base64.urlsafe_b64decode(padded))
-            if not (
-                isinstance(revision, int)
-                and not isinstance(revision, bool)
-                and revision >= 1
-                and isinstance(after, str)
-                and isinstance(inactive, bool)
-            ):
-                raise ValueError(token)
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as error:
-            raise InvalidRequest("cursor", "Invalid cursor.") from error
+        return decode_cursor(token, cls._parse)
+
+    @classmethod
+    def _parse(cls, values: list[Any]) -> "_ListCursor":
+        revision, after, inactive = values
+        if not (
+            isinstance(revision, int)
+            and not isinstance(revision, bool)
+            and revision >= 1
+            and isinstance(after, str)
+            and isinstance(inactive, bool)
+        ):
+            raise ValueError(values)
         return cls(revision, after, inactive)
 
 
