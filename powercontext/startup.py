@@ -1,10 +1,25 @@
-"""Work ``manage.py serve`` does after migrating and before it accepts requests."""
+"""What every server entry point (``serve``, ``mcp_stdio``) does before it answers."""
 
 import logging
+from typing import TextIO
+
+from django.core.management import call_command
 
 from powercontext import maintenance
 
 logger = logging.getLogger("powercontext.startup")
+
+
+def prepare_database(*, verbosity: int, stdout: TextIO, stderr: TextIO) -> None:
+    """Apply pending migrations, then rebuild any missing full-text index."""
+    call_command(
+        "migrate",
+        interactive=False,
+        verbosity=max(verbosity - 1, 0),
+        stdout=stdout,
+        stderr=stderr,
+    )
+    ensure_indexes()
 
 
 def ensure_indexes() -> None:

@@ -7,7 +7,6 @@ to stderr.
 """
 
 import anyio
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connections
 
@@ -24,14 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args, verbosity, **options):
         try:
             # Never self.stdout: it is the MCP channel.
-            call_command(
-                "migrate",
-                interactive=False,
-                verbosity=max(verbosity - 1, 0),
-                stdout=self.stderr,
-                stderr=self.stderr,
-            )
-            startup.ensure_indexes()
+            startup.prepare_database(verbosity=verbosity, stdout=self.stderr, stderr=self.stderr)
             connections.close_all()
             anyio.run(build_server().run_stdio_async)
         finally:

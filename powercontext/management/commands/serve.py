@@ -3,7 +3,6 @@
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
@@ -68,14 +67,7 @@ class Command(BaseCommand):
             raise CommandError(str(refused)) from None
 
         try:
-            call_command(
-                "migrate",
-                interactive=False,
-                verbosity=max(verbosity - 1, 0),
-                stdout=self.stdout,
-                stderr=self.stderr,
-            )
-            startup.ensure_indexes()
+            startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             application = get_internal_wsgi_application()
             try:
                 server = Server(
