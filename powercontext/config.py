@@ -56,7 +56,7 @@ def database_config(home: Path) -> dict:
     """The default database: POWERCONTEXT_DATABASE_URL, else SQLite in ``home``."""
     url = os.environ.get("POWERCONTEXT_DATABASE_URL")
     if url:
-        config = dj_database_url.parse(url, conn_max_age=300, conn_health_checks=True)
+        config = dj_database_url.parse(url)
     else:
         config = {
             "ENGINE": "django.db.backends.sqlite3",
@@ -72,7 +72,7 @@ def database_config(home: Path) -> dict:
         options.setdefault("timeout", 30)
     # Keep a connection per server thread instead of opening one per request (an
     # OceanBase connect costs milliseconds); health checks drop a connection that died.
-    config.setdefault("CONN_MAX_AGE", 300)
-    config.setdefault("CONN_HEALTH_CHECKS", True)
+    config["CONN_MAX_AGE"] = 300
+    config["CONN_HEALTH_CHECKS"] = True
     config.setdefault("TEST", {})
     return config
