@@ -12,15 +12,15 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from experience import services
-from experience.models import REVIEW_PERMISSION, Candidate, CandidateStatus, CandidateVersion
-from experience.selectors import candidate_payload, current_version, proposal_of
+from experience.models import Candidate, CandidateStatus, CandidateVersion
+from experience.selectors import current_version, proposal_of
 from experience.values import (
     EXPERIENCE_FAMILY,
     PROPOSAL_FIELD_MAX_CHARS,
@@ -77,14 +77,10 @@ class ScopeFilter(admin.SimpleListFilter):
         return queryset if value is None else queryset.filter(scope_id=value)
 
 
-def _can_decide(request) -> bool:
-    return request.user.is_active and request.user.has_perm(REVIEW_PERMISSION)
-
-
 def _status_counts(queryset) -> dict[str, int]:
     counts = dict.fromkeys(CandidateStatus.values, 0)
-    for status in queryset.values_list("status", flat=True):
-        counts[status] += 1
+    for row in queryset.order_by().values("status").annotate(n=Count("pk")):
+        counts[row["status"]] = row["n"]
     return counts
 
 
@@ -224,7 +220,6 @@ class CandidateAdmin(admin.ModelAdmin):
             "title": f"Candidate {candidate.candidate_id}",
             "candidate": candidate,
             "version": version,
-            "payload": candidate_payload(candidate, version),
             "proposal_fields": [
                 (name.capitalize(), getattr(version, name)) for name in PROPOSAL_FIELDS
             ],
@@ -241,7 +236,8 @@ class CandidateAdmin(admin.ModelAdmin):
                 candidate.scope_id, candidate.result_artifact_id, candidate.result_revision
             ),
             "history": candidate.versions.order_by("-version"),
-            "can_decide": _can_decide(request) and candidate.status == CandidateStatus.PENDING,
+            "can_decide": services.can_review(request.user)
+            and candidate.status == CandidateStatus.PENDING,
             "detail_url": reverse("admin:experience_candidate_change", args=[quote(candidate.pk)]),
             **extra,
         }
@@ -258,7 +254,7 @@ class CandidateAdmin(admin.ModelAdmin):
 
     def _decision(self, request, object_id):
         candidate = self._candidate(request, object_id)
-        if not _can_decide(request):
+        if not services.can_review(request.user):
             raise DjangoPermissionDenied
         return candidate
 
@@ -359,7 +355,6 @@ class CandidateAdmin(admin.ModelAdmin):
                 candidate,
                 form=form,
                 stage=stage,
-                preview=form.initial if stage == "confirm" else None,
                 preview_fields=[
                     (name.capitalize(), form.initial.get(name, "")) for name in PROPOSAL_FIELDS
                 ],

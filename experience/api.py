@@ -10,7 +10,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import BasePermission
 
 from experience import selectors, services
-from experience.models import REVIEW_PERMISSION
 from experience.serializers import (
     ArtifactCandidateSchema,
     CandidateApproveInput,
@@ -42,9 +41,7 @@ class IsReviewer(BasePermission):
         return (
             isinstance(caller, Caller)
             and caller.kind == "reviewer"
-            and caller.user is not None
-            and caller.user.is_active
-            and caller.user.has_perm(REVIEW_PERMISSION)
+            and services.can_review(caller.user)
         )
 
 

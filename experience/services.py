@@ -59,12 +59,21 @@ def reviewer_label(user: Any) -> str:
     return f"reviewer:{user.get_username()}"
 
 
+def can_review(user: Any) -> bool:
+    """Whether ``user`` may decide candidates: an active user with the review permission.
+    The one rule behind the API's, the admin's and the services' checks."""
+    return bool(
+        user is not None and getattr(user, "is_active", False) and user.has_perm(REVIEW_PERMISSION)
+    )
+
+
 def require_reviewer(user: Any) -> None:
-    """PermissionDenied unless ``user`` is an active user with the review permission."""
+    """PermissionDenied unless ``can_review(user)``."""
+    if can_review(user):
+        return
     if user is None or not getattr(user, "is_active", False):
         raise PermissionDenied("Deciding a candidate needs a reviewer.")
-    if not user.has_perm(REVIEW_PERMISSION):
-        raise PermissionDenied("This user may not decide candidates.")
+    raise PermissionDenied("This user may not decide candidates.")
 
 
 # -- proposing and revising -----------------------------------------------------------
@@ -268,21 +277,22 @@ def experience_content(version: CandidateVersion) -> dict[str, Any]:
 def _write_experience(scope_id: str, version: CandidateVersion) -> tuple[str, int]:
     """Create or revise the Experience the candidate version describes: move its head by
     compare-and-swap with the new searchable_text, append the revision, and index it."""
+    heads = ArtifactHead.objects.filter(scope_id=scope_id, family=EXPERIENCE_FAMILY)
     if version.target_artifact_id is not None:
         artifact_id, expected = version.target_artifact_id, version.target_revision
-        head = head_revision(scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id)
-        if head != expected:
+        head = (
+            heads.filter(artifact_id=artifact_id)
+            .values_list("id", "revision", "searchable_text")
+            .first()
+        )
+        # Only the clearer message: head_advance's compare-and-swap below is what decides.
+        if head is None or head[1] != expected:
             raise RevisionConflict("The target Experience has moved on since it was proposed.")
+        head_id, previous_text = head[0], head[2]
     else:
         artifact_id, expected = new_experience_id(), 0
+        head_id, previous_text = None, None
     text = searchable_text(proposal_of(version))
-    previous_text = (
-        ArtifactHead.objects.filter(
-            scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id
-        )
-        .values_list("searchable_text", flat=True)
-        .first()
-    )
     revision = head_advance(
         scope_id=scope_id,
         family=EXPERIENCE_FAMILY,
@@ -301,13 +311,8 @@ def _write_experience(scope_id: str, version: CandidateVersion) -> tuple[str, in
     except IntegrityError as error:
         # Another writer appended this revision: the chain must not fork.
         raise RevisionConflict() from error
-    head_id = (
-        ArtifactHead.objects.filter(
-            scope_id=scope_id, family=EXPERIENCE_FAMILY, artifact_id=artifact_id
-        )
-        .values_list("id", flat=True)
-        .get()
-    )
+    if head_id is None:
+        head_id = heads.filter(artifact_id=artifact_id).values_list("id", flat=True).get()
     term_stats_adjust(scope_id=scope_id, removed=previous_text, added=text)
     search_backend().experience_index(
         head_id=head_id,
@@ -409,19 +414,16 @@ def reviewer_token_issue(*, username: str, create: bool = False) -> IssuedToken:
         if user is None:
             if not create:
                 raise ReviewerNotFound(username)
+            # No password given: create_user stores an unusable one.
             user = user_model.objects.create_user(**{user_model.USERNAME_FIELD: username})
-            user.set_unusable_password()
-            user.save(update_fields=["password"])
             user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
             created = True
         ReviewerToken.objects.update_or_create(
             user=user, defaults={"token_hash": token_hash(token), "created_at": timezone.now()}
         )
-    # A fresh instance: has_perm caches permissions per instance.
-    user = user_model.objects.get(pk=user.pk)
-    return IssuedToken(
-        username, token, created, user.is_active and user.has_perm(REVIEW_PERMISSION)
-    )
+    # has_perm caches permissions per instance, on its first call: none came before the
+    # group was added, so this instance answers for the new membership too.
+    return IssuedToken(username, token, created, can_review(user))
 
 
 def reviewer_token_revoke(*, username: str) -> bool:

@@ -3,11 +3,11 @@
 that agree with the index it searches. Same rules as Memory's
 (``powercontext.term_counts``)."""
 
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable
 
 from experience.models import ExperienceTermStat
-from powercontext.term_counts import DOCUMENTS_TERM, TermCounts, document_terms
+from powercontext.term_counts import TermCounts, expected_counts
 
 _counts = TermCounts(ExperienceTermStat)
 
@@ -15,24 +15,32 @@ term_stats_adjust = _counts.adjust
 term_frequencies = _counts.frequencies
 
 
-def term_stats_rebuild(searchable_texts_by_scope: Iterable[tuple[str, str]]) -> None:
-    """Replace every count with those of these (scope_id, searchable_text) heads."""
-    counts: Counter[tuple[str, str]] = Counter()
+def term_stats_expected(
+    searchable_texts_by_scope: Iterable[tuple[str, str]],
+) -> dict[tuple[str, str], int]:
+    """{(scope_id, term): documents} as these (scope_id, searchable_text) heads say."""
+    texts: defaultdict[str, list[str]] = defaultdict(list)
     for scope_id, text in searchable_texts_by_scope:
-        for term in document_terms(text):
-            counts[(scope_id, term)] += 1
-        counts[(scope_id, DOCUMENTS_TERM)] += 1
-    ExperienceTermStat.objects.all().delete()
+        texts[scope_id].append(text)
+    return {
+        (scope_id, term): documents
+        for scope_id, scope_texts in texts.items()
+        for term, documents in expected_counts(scope_texts).items()
+    }
+
+
+def term_stats_rebuild(
+    searchable_texts_by_scope: Iterable[tuple[str, str]], *, scope_id: str | None = None
+) -> None:
+    """Replace the counts of ``scope_id`` (None: every scope) with those of these
+    (scope_id, searchable_text) heads, which must all be of that scope."""
+    stored = ExperienceTermStat.objects.all()
+    if scope_id is not None:
+        stored = stored.filter(scope_id=scope_id)
+    stored.delete()
     ExperienceTermStat.objects.bulk_create(
-        ExperienceTermStat(scope_id=scope_id, term=term, documents=documents)
-        for (scope_id, term), documents in sorted(counts.items())
+        ExperienceTermStat(scope_id=scope, term=term, documents=documents)
+        for (scope, term), documents in sorted(
+            term_stats_expected(searchable_texts_by_scope).items()
+        )
     )
-
-
-def term_stats_expected(searchable_texts_by_scope: Iterable[tuple[str, str]]) -> dict:
-    counts: Counter[tuple[str, str]] = Counter()
-    for scope_id, text in searchable_texts_by_scope:
-        for term in document_terms(text):
-            counts[(scope_id, term)] += 1
-        counts[(scope_id, DOCUMENTS_TERM)] += 1
-    return dict(counts)

@@ -72,11 +72,3 @@ def searchable_text(proposal: Proposal) -> str:
     """What full-text search sees for an Experience: the analyzer's tokens of its four
     fields, in a fixed order. Deterministic, so a rebuild writes the same text."""
     return analyzer.searchable_text("\n".join(getattr(proposal, name) for name in PROPOSAL_FIELDS))
-
-
-def pack_source(proposal: Proposal) -> str:
-    """The text a Context Pack shows for an Experience (RFC 0028 amendment)."""
-    return (
-        f"Situation: {proposal.situation}\nAction: {proposal.action}\n"
-        f"Outcome: {proposal.outcome}\nLesson: {proposal.lesson}"
-    )

@@ -5,7 +5,7 @@ from typing import Any
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
-from powercontext.search import search_backend
+from powercontext.maintenance import missing_indexes
 
 
 def _database() -> dict[str, Any]:
@@ -23,8 +23,12 @@ def _migrations() -> dict[str, Any]:
 
 
 def _fulltext() -> dict[str, Any]:
-    problem = search_backend().memory_index_status()
-    return {"status": "failing", "detail": problem} if problem else {"status": "ok"}
+    # Every family's index: a prepare searches them all, so one missing fails them all.
+    problems = missing_indexes()
+    if not problems:
+        return {"status": "ok"}
+    detail = "; ".join(f"{family}: {problem}" for family, problem in problems.items())
+    return {"status": "failing", "detail": detail}
 
 
 def readiness() -> dict[str, Any]:

@@ -15,7 +15,6 @@ A family plugs in by adding one ``Family`` line to ``FAMILIES`` below (Experienc
 imported lazily so the kernel imports no family at import time.
 """
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,12 +96,11 @@ FAMILIES: tuple[Family, ...] = (
         check="memory.integrity.memory_check",
         index_status="memory.rebuild.memory_index_problem",
     ),
-    # Adapters over experience.rebuild until it offers these signatures itself.
     Family(
         "experience",
-        rebuild="powercontext.maintenance.experience_rebuild",
-        check="powercontext.maintenance.experience_check",
-        index_status="powercontext.maintenance.experience_index_status",
+        rebuild="experience.rebuild.experience_rebuild",
+        check="experience.rebuild.experience_check",
+        index_status="experience.rebuild.experience_index_status",
     ),
 )
 
@@ -147,47 +145,6 @@ def missing_indexes() -> dict[str, str]:
         if problem:
             problems[family.name] = problem
     return problems
-
-
-# -- Experience (global: its rebuild and checks take no scope yet) ----------------------
-
-
-def experience_rebuild(
-    *, scope_id: str | None = None, chunk_size: int = 1000, progress: Progress | None = None
-) -> RebuildReport:
-    from experience.rebuild import experience_rebuild_index
-
-    started = time.monotonic()
-    heads = experience_rebuild_index()
-    if progress:
-        progress(heads, heads)
-    return RebuildReport(
-        "experience",
-        scopes=_experience_heads().values("scope_id").distinct().count(),
-        entries=heads,
-        unit="approved heads",
-        index="rebuilt (all scopes)",
-        seconds=time.monotonic() - started,
-    )
-
-
-def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
-    from experience.rebuild import experience_integrity_problems
-
-    result = CheckResult("experience", checked=_experience_heads().count())
-    for problem in experience_integrity_problems():
-        result.add(None, "experience (all scopes)", problem)
-    return [result]
-
-
-def experience_index_status() -> str | None:
-    from powercontext.search import search_backend
-
-    return search_backend().experience_index_status()
-
-
-def _experience_heads() -> Any:
-    return ArtifactHead.objects.filter(family="experience")
 
 
 # -- the kernel's check: every artifact's revision hash chain --------------------------

@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from experience import services
+from experience.rebuild import experience_check
 from tests.conftest import ApiClient
 
 SCOPE = "scope-a"
@@ -19,6 +20,15 @@ def proposal(lesson="Run the migration tests after changing persistence.", **ove
 
 
 SOURCE = {"name": "content", "source_id": "prompt-1"}
+
+
+def integrity_problems(scope_id=None):
+    """The Experience integrity findings, as ``check_integrity`` prints them."""
+    return [
+        str(finding)
+        for result in experience_check(scope_id=scope_id)
+        for finding in result.findings
+    ]
 
 
 @pytest.fixture

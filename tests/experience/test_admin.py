@@ -4,6 +4,7 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Group, Permission
 
+from experience.admin import _status_counts
 from experience.models import Candidate, CandidateVersion
 from powercontext.models import ArtifactRevision
 from tests.experience.conftest import SCOPE
@@ -55,6 +56,15 @@ def test_queue_lists_pending_newest_first_with_counts(desk, propose, approve):
     assert "Older lesson." not in approved
     other_scope = desk.get(QUEUE + "?scope=scope-b").content.decode()
     assert older["candidate_id"] not in other_scope
+
+
+def test_status_counts_take_one_query(propose, approve, django_assert_num_queries):
+    propose("Older lesson.")
+    propose("Other scope.", scope_id="scope-b")
+    approve(propose("Done lesson."))
+    with django_assert_num_queries(1):
+        counts = _status_counts(Candidate.objects.filter(scope_id=SCOPE))
+    assert counts == {"pending": 1, "approved": 1, "rejected": 0}
 
 
 def test_detail_shows_proposal_beside_linked_evidence(desk, api, propose, remember):

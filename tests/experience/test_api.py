@@ -263,6 +263,7 @@ def test_target_that_moved_on_is_a_revision_conflict(api, reviewer_api, propose,
     )
     assert response.status_code == 409
     assert error_code(response) == "revision_conflict"
+    assert "moved on since it was proposed" in response.json()["error"]["message"]
     still = api.ok(
         "/v1/artifact-candidates/get", {"scope_id": SCOPE, "candidate_id": other["candidate_id"]}
     )

@@ -6,11 +6,11 @@ import pytest
 from django.db import connection
 
 from contextpack.builder import ArtifactRef, ExperienceHit, PreparedContextBuilder
-from experience.rebuild import experience_integrity_problems, experience_rebuild_index
+from experience.rebuild import experience_rebuild
 from experience.selectors import ExperienceIndexInconsistent, experience_search_at
 from powercontext.models import ArtifactHead
 from tests.conftest import engine, sqlite_only
-from tests.experience.conftest import SCOPE, proposal
+from tests.experience.conftest import SCOPE, integrity_problems, proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -114,12 +114,12 @@ def test_rebuild_restores_the_index_and_searchable_text(propose, approve):
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM experience_head_fts")
     assert experience_search_at(scope_id=SCOPE, query="signing key", limit=8) == []
-    assert any("stale searchable_text" in p for p in experience_integrity_problems())
-    assert experience_rebuild_index() == 1
+    assert any("stale searchable_text" in p for p in integrity_problems())
+    assert experience_rebuild().entries == 1
     assert _lessons(experience_search_at(scope_id=SCOPE, query="signing key", limit=8)) == [
         "Rotate the signing key yearly."
     ]
-    assert experience_integrity_problems() == []
+    assert integrity_problems() == []
 
 
 @sqlite_only("OceanBase's FULLTEXT index lives on the head row and cannot go stale")

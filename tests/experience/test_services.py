@@ -6,7 +6,6 @@ from django.db import connection
 
 from experience import services
 from experience.models import Candidate, CandidateStatus, CandidateVersion, ExperienceTermStat
-from experience.rebuild import experience_integrity_problems
 from experience.values import Proposal
 from powercontext.exceptions import (
     CandidateConflict,
@@ -16,7 +15,7 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactHead, ArtifactRevision
 from tests.conftest import engine
-from tests.experience.conftest import SCOPE, SOURCE, proposal
+from tests.experience.conftest import SCOPE, SOURCE, integrity_problems, proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +44,7 @@ def _nothing_written(candidate_id):
     assert not ArtifactRevision.objects.filter(family="experience").exists()
     assert not ExperienceTermStat.objects.exists()
     assert _fts_rows() == 0
-    assert experience_integrity_problems() == []
+    assert integrity_problems() == []
 
 
 class Boom(Exception):
@@ -89,7 +88,7 @@ def test_a_failure_in_the_middle_of_approval_writes_nothing(monkeypatch, reviewe
         reviewer=reviewer,
     )
     assert approved["result_artifact"]["revision"] == 1
-    assert experience_integrity_problems() == []
+    assert integrity_problems() == []
 
 
 def test_a_failure_after_approval_returns_500_and_writes_nothing(monkeypatch, reviewer_api):

@@ -44,6 +44,28 @@ def test_health_ready_is_503_when_fulltext_index_is_missing(client):
     assert client.get("/health/ready").status_code == 200
 
 
+DROP_EXPERIENCE_INDEX = {
+    "sqlite": "DROP TABLE experience_head_fts",
+    "oceanbase": "DROP INDEX artifact_head_searchable_ft ON powercontext_artifacthead",
+}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_health_ready_is_503_when_the_experience_index_is_missing(client):
+    # Every prepare searches Experience too, so its index counts as much as Memory's.
+    with connection.cursor() as cursor:
+        cursor.execute(DROP_EXPERIENCE_INDEX[engine()])
+    try:
+        response = client.get("/health/ready")
+        assert response.status_code == 503
+        check = response.json()["checks"]["fulltext_index"]
+        assert check["status"] == "failing"
+        assert "experience" in check["detail"]
+    finally:
+        search_backend().experience_rebuild()
+    assert client.get("/health/ready").status_code == 200
+
+
 class TestSources:
     def body(self, **overrides):
         return {"scope_id": "s", "source_id": "prompt-1", "content": "hello", **overrides}
