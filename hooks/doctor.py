@@ -77,9 +77,7 @@ def call(config, method: str, path: str, payload, budget: float = 5.0):
     """(status, headers, body, seconds) or (None, exception, None, seconds)."""
     started = time.monotonic()
     try:
-        status, headers, body = hook.http_request(
-            config, method, path, payload, started + budget, read_body_for=(200,)
-        )
+        status, headers, body = hook.http_request(config, method, path, payload, started + budget)
     except (hook.Unavailable, hook.Invalid) as exc:
         return None, exc, None, time.monotonic() - started
     return status, headers, body, time.monotonic() - started

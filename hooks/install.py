@@ -128,29 +128,28 @@ def merge(agent: str, data: dict, command: str) -> tuple[dict, str]:
     wanted = handler(agent, command)
     found = False
     changed = False
-    emptied = []
+    kept = []
     for grp in groups:
         entries = grp.get("hooks") if isinstance(grp, dict) else None
         if not isinstance(entries, list):
+            kept.append(grp)
             continue
-        for index, entry in enumerate(entries):
+        remaining = []
+        for entry in entries:
             if not is_ours(agent, entry):
-                continue
-            if found:  # a duplicate from an earlier hand edit: keep only the first
-                entries[index] = None
+                remaining.append(entry)
+            elif found:  # a duplicate from an earlier hand edit: keep only the first
                 changed = True
-                continue
-            found = True
-            if entry != wanted:
-                entries[index] = wanted
-                changed = True
-        if None in entries:
-            grp["hooks"] = [e for e in entries if e is not None]
-            if not grp["hooks"]:
-                emptied.append(grp)
-    data["hooks"][EVENT] = [g for g in groups if not any(g is e for e in emptied)]
+            else:
+                found = True
+                changed = changed or entry != wanted
+                remaining.append(wanted)
+        if remaining or not entries:
+            grp["hooks"] = remaining
+            kept.append(grp)
+    data["hooks"][EVENT] = kept
     if not found:
-        data["hooks"][EVENT].append(group(agent, command))
+        kept.append(group(agent, command))
         return data, "added"
     return data, "updated" if changed else "unchanged"
 
@@ -278,9 +277,8 @@ def run(argv: list[str] | None = None, out=None) -> int:
         new, removed = remove(args.agent, data)
         change = f"removed {removed} PowerContext handler(s)" if removed else "unchanged"
     else:
-        python = args.python or default_python()
-        new, change = merge(args.agent, data, hook_command(args.agent, python))
-    will_write = change != "unchanged" and new != data
+        command = hook_command(args.agent, args.python or default_python())
+        new, change = merge(args.agent, data, command)
     verb = "would be" if args.dry_run else "is"
     if change == "unchanged":
         print(f"{path}: already as wanted, nothing to do", file=out)
@@ -292,10 +290,10 @@ def run(argv: list[str] | None = None, out=None) -> int:
             "{}: {}{}".format(path, change, "" if existed else " (new file)"),
             file=out,
         )
-    if will_write and not args.dry_run:
+    if change != "unchanged" and not args.dry_run:
         write_atomically(path, render(new))
     if not args.uninstall:
-        print(f"The hook command {verb}: {hook_command(args.agent, python)}", file=out)
+        print(f"The hook command {verb}: {command}", file=out)
     print("Next:", file=out)
     for step in next_steps(args.agent, args.uninstall):
         print("  - " + step, file=out)

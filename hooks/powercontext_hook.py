@@ -344,8 +344,8 @@ def local_scope(path: str) -> str:
 
 def resolve_scope(cwd: str | None, environ: Mapping[str, str]) -> str:
     """POWERCONTEXT_SCOPE_ID, else git:<host/path> of origin, else local:<sha256 of root>."""
-    explicit = environ.get("POWERCONTEXT_SCOPE_ID", "")
-    if explicit.strip():
+    explicit = environ.get("POWERCONTEXT_SCOPE_ID", "").strip()
+    if explicit:
         return explicit
     if not cwd or not os.path.isdir(cwd):
         cwd = os.getcwd()
@@ -487,12 +487,11 @@ def http_request(
     payload: dict[str, Any] | None,
     deadline: float,
     read_body_for: tuple[int, ...] = (200,),
-    limit: int = BODY_LIMIT,
 ) -> tuple[int, dict[str, str], bytes]:
     """One request on a fresh connection; redirects are returned, never followed.
 
-    The body is read only for statuses in ``read_body_for``, at most ``limit`` bytes
-    (``limit + 1`` are read to tell "too large"). Raises :class:`Unavailable` or
+    The body is read only for statuses in ``read_body_for``, at most ``BODY_LIMIT`` bytes
+    (``BODY_LIMIT + 1`` are read to tell "too large"). Raises :class:`Unavailable` or
     :class:`Invalid`.
     """
     # ensure_ascii: a lone surrogate from the host becomes an escape the server rejects,
@@ -539,7 +538,7 @@ def http_request(
             raise Unavailable(None) from exc
         reader = _Reader(sock, deadline)
         status, headers = _read_head(reader)
-        data = _read_body(reader, headers, limit) if status in read_body_for else b""
+        data = _read_body(reader, headers, BODY_LIMIT) if status in read_body_for else b""
         return status, headers, data
     finally:
         try:
@@ -578,7 +577,7 @@ def parse_prepared(body: bytes, max_bytes: int = MAX_BYTES) -> tuple[str, str | 
     )
     if type(data) is not dict or set(data) != PREPARED_KEYS:
         raise ValueError("unexpected keys")
-    if data["schema"] != SCHEMA or type(data["schema"]) is not str:
+    if data["schema"] != SCHEMA:
         raise ValueError("unknown schema")
     status, content, content_bytes = data["status"], data["content"], data["content_bytes"]
     if type(content_bytes) is not int:
@@ -603,13 +602,11 @@ class RecallResult:
         self,
         outcome: str,
         http_status: int | None = None,
-        context_status: str | None = None,
         content_bytes: int | None = None,
         content: str | None = None,
     ) -> None:
         self.outcome = outcome
         self.http_status = http_status
-        self.context_status = context_status
         self.content_bytes = content_bytes
         self.content = content
 
@@ -643,8 +640,8 @@ def prepare(config: Config, scope_id: str, query: str, deadline: float) -> Recal
     except ValueError:  # includes JSON and Unicode decoding errors
         return RecallResult(INVALID_RESPONSE, status)
     if context_status == "empty":
-        return RecallResult(EMPTY, status, "empty", 0)
-    return RecallResult(READY, status, "ready", content_bytes, content)
+        return RecallResult(EMPTY, status, 0)
+    return RecallResult(READY, status, content_bytes, content)
 
 
 # -------------------------------------------------------------------------- capture
@@ -690,8 +687,8 @@ def capture(
     hook_input: Mapping[str, Any],
     prompt: str,
     deadline: float,
-) -> int | None:
-    """Send the prompt to the source journal; the HTTP status, or None when none came."""
+) -> None:
+    """Send the prompt to the source journal; best effort, so its answer goes unread."""
     session = hook_input.get("session_id")
     source_id = capture_source_id(
         scope_id, session if isinstance(session, str) else "", turn_key(hook_input), prompt
@@ -703,12 +700,9 @@ def capture(
         "metadata": capture_metadata(agent, hook_input),
     }
     try:
-        status, _, _ = http_request(
-            config, "POST", "/v1/sources/content", payload, deadline, read_body_for=()
-        )
+        http_request(config, "POST", "/v1/sources/content", payload, deadline, read_body_for=())
     except (Unavailable, Invalid):
-        return None
-    return status
+        pass
 
 
 # ----------------------------------------------------------------------------- main
@@ -722,7 +716,8 @@ def diagnostic(agent: str, result: RecallResult) -> str:
             "event": "context_prepare",
             "outcome": result.outcome,
             "http_status": result.http_status,
-            "context_status": result.context_status,
+            # The prepared-context status is the outcome, for the two outcomes that have one.
+            "context_status": result.outcome if result.outcome in (EMPTY, READY) else None,
             "content_bytes": result.content_bytes,
         },
         separators=(",", ":"),
@@ -784,11 +779,10 @@ def run_hook(
     if not (want_recall or want_capture):
         return None, diagnostic(agent, RecallResult(SKIPPED))
 
+    # No fallback when this fails (a deleted working directory): another scope would
+    # recall and capture in the wrong place. main() fails open with "skipped".
     cwd = hook_input.get("cwd")
-    try:
-        scope_id = resolve_scope(cwd if isinstance(cwd, str) else None, environ)
-    except Exception:  # an unreadable tree must not cost the turn its context
-        scope_id = local_scope(os.getcwd())
+    scope_id = resolve_scope(cwd if isinstance(cwd, str) else None, environ)
 
     # Concurrent, so the agent waits for the slower call rather than for both in turn.
     capture_thread = None
@@ -820,8 +814,8 @@ def main(agent: str) -> None:
     try:
         raw = sys.stdin.buffer.read()
         out, err = run_hook(agent, raw, os.environ, STARTED)
-    except Exception:
-        err = diagnostic(agent, RecallResult(INVALID_RESPONSE))
+    except Exception:  # the hook itself failed, not the server's answer
+        err = diagnostic(agent, RecallResult(SKIPPED))
     if out is not None:
         _write(1, out)
     if err is not None:

@@ -147,6 +147,34 @@ def test_changed_command_is_updated_in_place(home):
     assert groups[1] == CODEX_HOOKS["hooks"]["UserPromptSubmit"][0]
 
 
+def test_duplicates_from_hand_edits_are_dropped_keeping_the_first(home):
+    hooks_json = home / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    other = {"type": "command", "command": "python3 secrets_scan.py"}
+    empty_group = {"matcher": "x", "hooks": []}
+    mine = {"type": "command", "command": "python3 /old/place/codex_user_prompt_submit.py"}
+    data = {
+        "hooks": {
+            "UserPromptSubmit": [
+                {"hooks": [mine]},
+                empty_group,
+                {"hooks": [dict(mine), other]},
+                {"hooks": [dict(mine)]},
+            ]
+        }
+    }
+    hooks_json.write_text(json.dumps(data))
+    done = install(home, "--agent", "codex")
+    assert "updated" in done.stdout
+    groups = read(hooks_json)["hooks"]["UserPromptSubmit"]
+    assert [[e["command"] for e in g["hooks"]] for g in groups] == [
+        [ours("codex")],
+        [],
+        [other["command"]],
+    ], "a group emptied by the clean-up goes; one that was empty already stays"
+    assert groups[1] == empty_group
+
+
 def test_dry_run_writes_nothing(home):
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir()

@@ -1,15 +1,21 @@
 """Recall: the hook as a real process against fake servers, ready and every failure."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from .conftest import (
     COMPONENTS,
     DIAGNOSTIC_KEYS,
+    ENTRY_SCRIPTS,
+    PAYLOADS,
     SCHEMA,
+    HookRun,
     Reply,
     accepted,
+    hook_env,
     prepared,
 )
 
@@ -338,6 +344,30 @@ def test_prompt_of_whitespace_beyond_the_query_window_is_skipped(hook, fake_serv
     server = fake_server(routes(Reply(200, prepared(PACK))))
     run = hook("codex", server.url, prompt=" " * 8192 + "real words", POWERCONTEXT_CAPTURE="0")
     assert_failed_open(run, "codex", "skipped")
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_hook_that_cannot_run_in_a_deleted_directory_is_skipped(agent, tmp_path, fake_server):
+    # No scope can be resolved without a working directory, and any other scope would
+    # recall and capture in the wrong place: the hook makes no call at all.
+    server = fake_server(routes(Reply(200, prepared(PACK))))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    script = 'cd "$1" && rmdir "$1" && exec "$2" -S "$3"'
+    completed = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), sys.executable, str(ENTRY_SCRIPTS[agent])],
+        input=json.dumps(PAYLOADS[agent]("hello", str(gone))).encode("utf-8"),
+        capture_output=True,
+        env=hook_env(home, POWERCONTEXT_URL=server.url),
+        timeout=15,
+        check=False,
+    )
+    run = HookRun(completed.returncode, completed.stdout, completed.stderr, 0.0)
+    assert not gone.exists()
+    assert_failed_open(run, agent, "skipped")
     assert server.requests == []
 
 

@@ -141,6 +141,11 @@ def test_explicit_scope_wins_over_the_repository(repo, hook, fake_server):
     assert scope_of(hook, fake_server, repo, POWERCONTEXT_SCOPE_ID="team:widgets") == "team:widgets"
 
 
+def test_explicit_scope_is_stripped_like_the_other_settings(repo, hook, fake_server):
+    scope = scope_of(hook, fake_server, repo, POWERCONTEXT_SCOPE_ID=" \tteam:widgets\n")
+    assert scope == "team:widgets"
+
+
 def test_missing_cwd_falls_back_without_failing(tmp_path, hook, fake_server):
     scope = scope_of(hook, fake_server, tmp_path / "gone", **no_scope_env())
     assert scope.startswith(("local:", "git:"))
