@@ -17,6 +17,12 @@ _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 access_log = logging.getLogger("powercontext.access")
 
 
+def request_id_for(incoming: str) -> str:
+    """The caller's own request id when well-formed (so logs line up across processes),
+    else a new one."""
+    return incoming if _SAFE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+
+
 class RequestIdMiddleware:
     """Every response carries ``X-PowerContext-Request-ID``: the caller's own id when it
     sent a well-formed one (so logs line up across processes), else a new one."""
@@ -25,8 +31,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        incoming = request.headers.get(REQUEST_ID_HEADER, "")
-        request_id = incoming if _SAFE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+        request_id = request_id_for(request.headers.get(REQUEST_ID_HEADER, ""))
         request.request_id = request_id
         response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request_id
@@ -46,8 +51,7 @@ class AccessLogMiddleware:
         response = self.get_response(request)
         elapsed = time.perf_counter() - started
         route = _route(request)
-        # The method is the client's token; only the known ones are written as sent.
-        method = request.method if request.method in metrics.METHODS else metrics.OTHER
+        method = metrics.method_label(request.method)
         access_log.info("%s %s %s %.1fms", method, route, response.status_code, elapsed * 1000)
         metrics.observe_request(
             operation=route,

@@ -64,48 +64,42 @@ _DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
 ]
 
 
-def _unauthorized() -> Response:
-    response = Response(error_body("unauthorized", "A valid bearer token is required."), status=401)
-    response["WWW-Authenticate"] = 'Bearer realm="powercontext"'
-    return response
-
-
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    response = _error_response(exc)
-    setattr(response, ERROR_CODE_ATTRIBUTE, response.data["error"]["code"])
+    status, body = error_body_for(exc)
+    response = Response(body, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="powercontext"'
+    setattr(response, ERROR_CODE_ATTRIBUTE, body["error"]["code"])
     return response
 
 
-def _error_response(exc: Exception) -> Response:
+def error_body_for(exc: Exception) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, error body) for ``exc``: the one mapping, for the API's exception
+    handler and the MCP tools alike. A server-side failure (500 and up, a domain error
+    such as a broken index invariant included) is logged by its type only."""
     if isinstance(exc, PowerContextError):
-        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
+        if exc.status >= 500:
+            log_internal_error(exc)
+        return exc.status, error_body(exc.code, exc.message, exc.details)
     if isinstance(exc, drf.ValidationError):
-        return Response(
-            error_body(
-                "invalid_request",
-                "The request is invalid.",
-                {"errors": flatten_errors(exc.detail)},
-            ),
-            status=422,
+        return 422, error_body(
+            "invalid_request", "The request is invalid.", {"errors": flatten_errors(exc.detail)}
         )
     if isinstance(exc, drf.ParseError):
-        return Response(
-            error_body(
-                "invalid_request",
-                "The request body is not valid JSON.",
-                {"errors": [{"field": "body", "message": str(exc.detail)}]},
-            ),
-            status=422,
+        return 422, error_body(
+            "invalid_request",
+            "The request body is not valid JSON.",
+            {"errors": [{"field": "body", "message": str(exc.detail)}]},
         )
     for exc_type, status, code in _DRF_CODES:
         if isinstance(exc, exc_type):
             if status == 401:
-                return _unauthorized()
-            return Response(error_body(code, str(exc.detail)), status=status)
+                return 401, error_body("unauthorized", "A valid bearer token is required.")
+            return status, error_body(code, str(exc.detail))
     if isinstance(exc, drf.APIException):
-        return Response(error_body("invalid_request", str(exc.detail)), status=exc.status_code)
+        return exc.status_code, error_body("invalid_request", str(exc.detail))
     log_internal_error(exc)
-    return Response(error_body("internal_error", "Internal error."), status=500)
+    return 500, error_body("internal_error", "Internal error.")
 
 
 def log_internal_error(exc: BaseException) -> None:

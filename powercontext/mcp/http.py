@@ -27,10 +27,8 @@ import asyncio
 import hmac
 import json
 import logging
-import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,11 +37,12 @@ from django.conf import settings
 
 from powercontext import metrics
 from powercontext.api.errors import error_body
+from powercontext.middleware import REQUEST_ID_HEADER, request_id_for
 
 MCP_PATH = "/mcp"
-REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
-# As powercontext.middleware: a caller's own well-formed id is kept.
-_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# Where an error answered here leaves its code for the metrics (WSGI lets a middleware
+# add its own dotted keys to the environ).
+_ERROR_CODE_KEY = "powercontext.error_code"
 _STARTUP_TIMEOUT_SECONDS = 30.0
 
 access_log = logging.getLogger("powercontext.access")
@@ -52,9 +51,17 @@ logger = logging.getLogger("powercontext.mcp")
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
 
-def _json_response(
-    start_response: Callable, status: str, body: dict, extra: list[tuple[str, str]] = ()
+def _error_response(
+    environ: dict,
+    start_response: Callable,
+    status: str,
+    code: str,
+    message: str,
+    extra: list[tuple[str, str]] = (),
 ) -> list[bytes]:
+    """The API's error shape, its code left in ``environ`` for ``_logged``."""
+    environ[_ERROR_CODE_KEY] = code
+    body = error_body(code, message)
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     headers = [
         ("Content-Type", "application/json"),
@@ -191,40 +198,45 @@ class McpApplication:
         if environ.get("REQUEST_METHOD") != "POST":
             # Stateless and JSON-only: no SSE stream to GET (the spec's answer is 405),
             # no session to DELETE. A GET stream would also hold a worker thread forever.
-            return _json_response(
+            return _error_response(
+                environ,
                 start_response,
                 "405 Method Not Allowed",
-                error_body("method_not_allowed", "Only POST is served at /mcp."),
+                "method_not_allowed",
+                "Only POST is served at /mcp.",
                 [("Allow", "POST")],
             )
         expected = settings.POWERCONTEXT_API_TOKEN
         if expected is not None:
             if not _token_ok(environ, expected):
-                return _json_response(
+                return _error_response(
+                    environ,
                     start_response,
                     "401 Unauthorized",
-                    error_body("unauthorized", "A valid bearer token is required."),
+                    "unauthorized",
+                    "A valid bearer token is required.",
                     [("WWW-Authenticate", 'Bearer realm="powercontext"')],
                 )
         elif not _local_request(environ):
-            return _json_response(
+            return _error_response(
+                environ,
                 start_response,
                 "403 Forbidden",
-                error_body(
-                    "permission_denied",
-                    "Without an API token, /mcp answers requests addressed to this machine "
-                    "only (Host and Origin must be loopback).",
-                ),
+                "permission_denied",
+                "Without an API token, /mcp answers requests addressed to this machine "
+                "only (Host and Origin must be loopback).",
             )
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
         if length > settings.POWERCONTEXT_MAX_BODY_BYTES:
-            return _json_response(
+            return _error_response(
+                environ,
                 start_response,
                 "413 Request Entity Too Large",
-                error_body("payload_too_large", "The request body is too large."),
+                "payload_too_large",
+                "The request body is too large.",
             )
         return self._app()(environ, start_response)
 
@@ -244,8 +256,7 @@ def with_mcp(django_app: WSGIApp, mcp_app: McpApplication | None = None) -> WSGI
 
 def _logged(app: WSGIApp, environ: dict, start_response: Callable) -> Iterable[bytes]:
     """Request id header and one access-log line, as the API's middleware does."""
-    incoming = environ.get("HTTP_X_POWERCONTEXT_REQUEST_ID", "")
-    request_id = incoming if _SAFE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+    request_id = request_id_for(environ.get("HTTP_X_POWERCONTEXT_REQUEST_ID", ""))
     started = time.perf_counter()
     status_line = ["500"]
 
@@ -263,7 +274,7 @@ def _logged(app: WSGIApp, environ: dict, start_response: Callable) -> Iterable[b
         yield from app(environ, start)
     finally:
         seconds = time.perf_counter() - started
-        method = environ.get("REQUEST_METHOD", "")
+        method = metrics.method_label(environ.get("REQUEST_METHOD", ""))
         access_log.info("%s %s %s %.1fms", method, MCP_PATH, status_line[0], seconds * 1000)
         # /mcp bypasses Django's middleware, so it reports to the metrics itself.
         metrics.observe_request(
@@ -271,5 +282,6 @@ def _logged(app: WSGIApp, environ: dict, start_response: Callable) -> Iterable[b
             method=method,
             status=int(status_line[0]) if status_line[0].isdigit() else 500,
             seconds=seconds,
-            error_code=None,
+            # The API-shaped errors answered above; the SDK's own are JSON-RPC errors.
+            error_code=environ.get(_ERROR_CODE_KEY),
         )

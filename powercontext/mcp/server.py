@@ -27,7 +27,6 @@ from django.db import connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from rest_framework import exceptions as drf
 
 from experience import selectors as experience_selectors
 from experience import services as experience_services
@@ -44,8 +43,7 @@ from memory.serializers import (
     MemorySearchInput,
 )
 from memory.values import Citation as MemoryCitation
-from powercontext.api.errors import error_body, flatten_errors, log_internal_error
-from powercontext.exceptions import PowerContextError
+from powercontext.api.errors import error_body_for
 from powercontext.mcp import schemas as s
 
 logger = logging.getLogger("powercontext.mcp")
@@ -107,18 +105,6 @@ def error_result(body: dict[str, Any]) -> CallToolResult:
     )
 
 
-def error_for(exc: Exception) -> dict[str, Any]:
-    """The HTTP API's error body for ``exc`` (see ``powercontext.api.errors``)."""
-    if isinstance(exc, PowerContextError):
-        return error_body(exc.code, exc.message, exc.details)
-    if isinstance(exc, drf.ValidationError):
-        return error_body(
-            "invalid_request", "The request is invalid.", {"errors": flatten_errors(exc.detail)}
-        )
-    log_internal_error(exc)
-    return error_body("internal_error", "Internal error.")
-
-
 def _arguments(ctx: Context, passed: dict[str, Any]) -> Any:
     """The arguments exactly as the client sent them (so an omitted field gets the HTTP
     default, and an unknown one is refused as over HTTP); ``passed`` when called in-process
@@ -142,7 +128,7 @@ def run(
         validator.is_valid(raise_exception=True)
         return result(call(validator.validated_data))
     except Exception as exc:  # every failure becomes the API's error body, never a trace
-        return error_result(error_for(exc))
+        return error_result(error_body_for(exc)[1])
     finally:
         connections.close_all()
 

@@ -5,6 +5,8 @@ prepare outcomes, content bytes, the search mode and the aggregate selection cou
 must never show a scope, query, snippet, path value or id.
 """
 
+import io
+import logging
 import re
 
 import prometheus_client
@@ -75,7 +77,7 @@ def run_operations(api, monkeypatch):
     assert api.post(f"/v1/{MARK}/{SCOPE}", {}).status_code == 404
 
     def failing(**kwargs):
-        raise RuntimeError(kwargs["query"])
+        raise RuntimeError(kwargs["terms"])
 
     with monkeypatch.context() as patch:
         patch.setattr("contextpack.application.memory_search_at", failing)
@@ -219,6 +221,50 @@ def test_plain_text_accept_is_served_not_refused(agent):
     response = agent.get("/metrics", headers={"HTTP_ACCEPT": "text/plain"})
     assert response.status_code == 200
     assert b"powercontext_prepare_total" in response.content
+
+
+def mcp_request(method: str) -> str:
+    """The status line ``/mcp`` answers, through the WSGI wrapper that serves it."""
+    from powercontext.mcp.http import McpApplication, with_mcp
+
+    def django_app(environ, start_response):
+        raise AssertionError("/mcp never reaches Django")
+
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": "/mcp",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "CONTENT_LENGTH": "0",
+        "wsgi.input": io.BytesIO(),
+    }
+    statuses = []
+    app = with_mcp(django_app, McpApplication())
+    b"".join(app(environ, lambda status, headers, exc_info=None: statuses.append(status)))
+    return statuses[0]
+
+
+def test_mcp_refusals_are_counted_by_error_code_and_known_method(token_required):
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    access_log = logging.getLogger("powercontext.access")
+    sample = metrics.REGISTRY.get_sample_value
+    errors = "powercontext_http_errors_total"
+    latency = "powercontext_http_request_duration_seconds_count"
+    labels = [
+        (errors, {"operation": "/mcp", "code": code})
+        for code in ("unauthorized", "method_not_allowed", "other")
+    ] + [(latency, {"operation": "/mcp", "method": "other", "status_class": "4xx"})]
+    before = [sample(name, label) or 0.0 for name, label in labels]
+    access_log.addHandler(handler)
+    try:
+        assert mcp_request("POST").startswith("401 ")
+        assert mcp_request("BREW").startswith("405 ")
+    finally:
+        access_log.removeHandler(handler)
+    after = [sample(name, label) or 0.0 for name, label in labels]
+    assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 0, 1]
+    assert [line.rsplit(" ", 1)[0] for line in lines] == ["POST /mcp 401", "other /mcp 405"]
 
 
 def test_the_registry_is_the_apps_own():

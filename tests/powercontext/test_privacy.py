@@ -351,9 +351,11 @@ class CaptureAll(logging.Handler):
         super().__init__(level=logging.NOTSET)
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
         self.lines: list[str] = []
+        self.records: list[logging.LogRecord] = []
 
     def emit(self, record):
         self.lines.append(self.format(record))
+        self.records.append(record)
 
 
 @pytest.fixture
@@ -392,8 +394,8 @@ def test_no_log_record_or_output_names_caller_data(
     mcp_calls(api)
 
     # 500: a failure whose message quotes the caller's data, as a database error might.
-    def failing(*, scope_id, query, **_):
-        raise RuntimeError(f"the index choked on {query!r} in {scope_id!r}")
+    def failing(*, scope_id, terms, **_):
+        raise RuntimeError(f"the index choked on {terms!r} in {scope_id!r}")
 
     monkeypatch.setattr("contextpack.application.memory_search_at", failing)
     api.error(
@@ -411,6 +413,44 @@ def test_no_log_record_or_output_names_caller_data(
     assert "internal error RuntimeError" in logged
     for text in (logged, captured.out, captured.err):
         assert_private(text, ids)
+
+
+def test_a_server_side_domain_error_is_logged_by_its_type_alone(
+    live_url, settings, monkeypatch, all_logs
+):
+    # A broken invariant of the service layer (a PowerContextError of status 500) must
+    # reach the operator's log like any other internal error, over HTTP and over MCP.
+    from memory import selectors
+
+    def inconsistent(**_):
+        raise selectors.SearchInconsistent()
+
+    settings.POWERCONTEXT_API_TOKEN = AGENT_TOKEN
+    monkeypatch.setattr(selectors, "memory_search", inconsistent)
+    api = Http(live_url)
+    arguments = {"scope_id": SCOPE, "query": marked("query")}
+    api.error("POST", "/v1/memory/search", arguments, status=500, code="internal_error")
+    accept = {"Accept": "application/json, text/event-stream"}
+    call = {"name": "search_memory", "arguments": arguments}
+    status, content = api.request(
+        "POST",
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+        headers=accept,
+    )
+    assert status == 200, content[:500]
+    result = json.loads(content)["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["code"] == "internal_error"
+
+    # One record per failed call, on the errors logger (all_logs sees each record once per
+    # logger it passes through); the type and the frames, nothing of the request.
+    records = [r for r in all_logs.records if r.name == "powercontext.errors"]
+    assert len(set(map(id, records))) == 2, all_logs.lines
+    for record in records:
+        assert record.levelno == logging.ERROR
+        assert record.getMessage().startswith("internal error SearchInconsistent\n")
+    assert_private("\n".join(all_logs.lines), [])
 
 
 @pytest.mark.slow
