@@ -133,8 +133,9 @@ def backoff(attempt: int) -> float:
 RETRYABLE_TRANSPORT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError)
 
 
-def retryable_response(response: httpx.Response) -> bool:
-    return response.status_code == 503
+def retryable_response(response: httpx.Response, op: Operation) -> bool:
+    """A 503 is asked again, unless it is one of the operation's answers (readiness)."""
+    return response.status_code == 503 and 503 not in op.ok
 
 
 def transport_error(exc: httpx.HTTPError, op: Operation) -> errors.PowerContextError:

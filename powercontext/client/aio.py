@@ -51,7 +51,8 @@ class AsyncPowerContextClient:
     ) -> None:
         self.settings = _core.Settings.resolve(base_url, token, timeout, max_retries)
         self._owns_http = http_client is None
-        self._http = http_client or httpx.AsyncClient(timeout=self.settings.timeout)
+        # The timeout is passed with every request, so a caller's own client keeps it too.
+        self._http = http_client or httpx.AsyncClient()
 
     async def aclose(self) -> None:
         if self._owns_http:
@@ -87,7 +88,7 @@ class AsyncPowerContextClient:
                 raise _core.transport_error(exc, op) from exc
             except httpx.HTTPError as exc:
                 raise _core.transport_error(exc, op) from exc
-            if _core.retryable_response(response) and 503 not in op.ok:
+            if _core.retryable_response(response, op):
                 if _core.may_retry(op, attempt, self.settings):
                     await asyncio.sleep(_core.backoff(attempt))
                     attempt += 1

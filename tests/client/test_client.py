@@ -6,6 +6,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from memory import selectors
@@ -235,6 +236,33 @@ def test_timeout_when_the_server_never_answers(silent_server):
     assert len(accepted) == 1
 
 
+def test_a_callers_http_client_keeps_the_timeout(silent_server):
+    url, _ = silent_server
+    started = time.monotonic()
+    with httpx.Client(timeout=30) as http, pytest.raises(Timeout):
+        PowerContextClient(url, timeout=0.5, http_client=http).capabilities()
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(
+    ("failure", "attempts"),
+    [(httpx.ConnectTimeout, 2), (httpx.ReadTimeout, 1)],
+    ids=["connect-timeout-retried", "read-timeout-not"],
+)
+def test_only_a_connect_timeout_is_retried(failure, attempts):
+    calls = []
+
+    def transport(request):
+        calls.append(request.url.path)
+        raise failure("no answer", request=request)
+
+    http = httpx.Client(transport=httpx.MockTransport(transport))
+    with PowerContextClient("http://pc.test", max_retries=1, http_client=http) as client:
+        with pytest.raises(Timeout):
+            client.capabilities()
+    assert calls == ["/v1/capabilities"] * attempts
+
+
 def test_a_non_api_answer_is_unexpected():
     with ScriptedServer([(200, b"<html>proxy</html>", "text/html")]) as url:
         with PowerContextClient(url) as client, pytest.raises(UnexpectedResponse):
@@ -304,6 +332,14 @@ def test_retries_are_bounded_and_end_in_unavailable():
             client.search_memory(scope_id=SCOPE, query="x")
     assert raised.value.code == "runtime_not_ready"
     assert len(scripted.paths) == 3
+
+
+def test_not_ready_is_an_answer_of_the_readiness_check_not_retried():
+    not_ready = json.dumps({"status": "not_ready", "checks": {}}).encode()
+    scripted = ScriptedServer([(503, not_ready, "application/json")])
+    with scripted as url, PowerContextClient(url, max_retries=2) as client:
+        assert client.health_ready()["status"] == "not_ready"
+    assert scripted.paths == ["/health/ready"]
 
 
 def test_writes_are_never_retried():
