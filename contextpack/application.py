@@ -7,19 +7,18 @@ the user's boilerplate and are not searched (``powercontext.search.policy``).
 It writes nothing: no source, no memory, no cursor, no projection.
 """
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextpack.builder import (
     EXPERIENCE_WINDOW,
     MEMORY_WINDOW,
     ArtifactRef,
-    ExperienceHit,
     MemoryCitation,
     MemoryHit,
     PreparedContext,
     PreparedContextBuilder,
 )
+from experience.selectors import experience_search_at
 from memory.selectors import memory_head, memory_search_at
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext import analyzer, metrics
@@ -28,18 +27,6 @@ from powercontext.search.policy import recurring_terms
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
-
-ExperienceSearch = Callable[..., Sequence[ExperienceHit]]
-_experience_search: list[ExperienceSearch] = []
-
-
-def register_experience_search(search: ExperienceSearch) -> None:
-    """Called by the experience app when it is ready:
-    ``search(*, scope_id, query, limit, recurring) -> Sequence[ExperienceHit]`` (approved
-    heads only, best first, each citing its exact approved revision; ``recurring`` terms
-    not searched). Registration keeps this module free of an import of the experience
-    app, which builds on it."""
-    _experience_search[:] = [search]
 
 
 class ScopedContextApplication:
@@ -93,16 +80,9 @@ class ScopedContextApplication:
                     recurring=recurring,
                 )
             ]
-            experience_hits: list[ExperienceHit] = []
-            for search in _experience_search:
-                experience_hits.extend(
-                    search(
-                        scope_id=scope_id,
-                        query=query,
-                        limit=EXPERIENCE_WINDOW,
-                        recurring=recurring,
-                    )
-                )
+            experience_hits = experience_search_at(
+                scope_id=scope_id, terms=terms, limit=EXPERIENCE_WINDOW, recurring=recurring
+            )
         if not memory_hits and not experience_hits:
             return EMPTY
         return self.builder.build(

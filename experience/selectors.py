@@ -14,10 +14,10 @@ from typing import Any
 
 from django.db.models import F, Q
 
+from contextpack.builder import ArtifactRef, ExperienceHit
 from experience.models import Candidate, CandidateStatus, CandidateVersion
-from experience.term_stats import term_frequencies
+from experience.term_stats import search_terms
 from experience.values import EXPERIENCE_FAMILY, Proposal, experience_ref
-from powercontext import analyzer
 from powercontext.artifacts import revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import (
@@ -29,7 +29,6 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactRevision
 from powercontext.search import search_backend
-from powercontext.search.policy import countable_terms, select_terms
 
 
 class ExperienceIndexInconsistent(PowerContextError):
@@ -194,36 +193,19 @@ def experience_get(
     }
 
 
-@dataclass(frozen=True)
-class ExperienceSearchHit:
-    """One approved Experience, at the exact head revision read in the caller's snapshot."""
-
-    artifact_id: str
-    revision: int
-    situation: str
-    action: str
-    outcome: str
-    lesson: str
-    score: float
-    family: str = EXPERIENCE_FAMILY
-
-
 def experience_search_at(
-    *, scope_id: str, query: str, limit: int, recurring: Collection[str] = frozenset()
-) -> list[ExperienceSearchHit]:
-    """Approved Experience of the scope matching ``query``, best first (ties by artifact
-    id), each with its head revision's four fields; ``recurring`` terms are not searched
-    (``powercontext.search.policy.select_terms``).
+    *, scope_id: str, terms: list[str], limit: int, recurring: Collection[str] = frozenset()
+) -> list[ExperienceHit]:
+    """Approved Experience of the scope matching a query's analyzer ``terms``, best first
+    (ties by artifact id), each citing its exact head revision with its four fields, as
+    the Context Pack builder takes them; ``recurring`` terms are not searched
+    (``powercontext.search.policy``).
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
     ExperienceIndexInconsistent when the index describes another revision than the head.
     """
-    terms = countable_terms(analyzer.query_terms(query), recurring)
-    if not terms:
-        return []
-    frequencies, documents = term_frequencies(scope_id=scope_id, terms=terms)
-    selected = select_terms(terms, frequencies, documents, recurring)
+    selected = search_terms(scope_id=scope_id, terms=terms, recurring=recurring)
     if not selected:
         return []
     ranked = search_backend().experience_match(scope_id=scope_id, terms=selected, limit=limit)
@@ -246,14 +228,12 @@ def experience_search_at(
         if content is None:
             raise ExperienceIndexInconsistent()
         hits.append(
-            ExperienceSearchHit(
-                artifact_id=hit.artifact_id,
-                revision=hit.revision,
+            ExperienceHit(
+                artifact_ref=ArtifactRef(EXPERIENCE_FAMILY, hit.artifact_id, hit.revision),
                 situation=content["situation"],
                 action=content["action"],
                 outcome=content["outcome"],
                 lesson=content["lesson"],
-                score=hit.score,
             )
         )
     return hits

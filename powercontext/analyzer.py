@@ -104,10 +104,4 @@ def searchable_text(text: str) -> str:
 
 def query_terms(text: str) -> list[str]:
     """The distinct tokens of a query, in order of first appearance."""
-    return list(_query_terms(text))
-
-
-@lru_cache(maxsize=64)
-def _query_terms(text: str) -> tuple[str, ...]:
-    # Cached: one prepare searches Memory and Experience with the same prompt.
-    return tuple(dict.fromkeys(tokens(text)))
+    return list(dict.fromkeys(tokens(text)))

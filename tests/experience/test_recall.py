@@ -5,9 +5,10 @@ import json
 import pytest
 from django.db import connection
 
-from contextpack.builder import ArtifactRef, ExperienceHit, PreparedContextBuilder
+from contextpack.builder import ArtifactRef, PreparedContextBuilder
 from experience.rebuild import experience_rebuild
 from experience.selectors import ExperienceIndexInconsistent, experience_search_at
+from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
 from tests.conftest import engine, sqlite_only
 from tests.experience.conftest import SCOPE, integrity_problems, proposal
@@ -15,6 +16,10 @@ from tests.experience.conftest import SCOPE, integrity_problems, proposal
 pytestmark = pytest.mark.django_db
 
 QUERY = "Why did the nightly importer break after the schema migration?"
+
+
+def _search(query, scope_id=SCOPE):
+    return experience_search_at(scope_id=scope_id, terms=query_terms(query), limit=8)
 
 
 def _lessons(hits):
@@ -42,29 +47,27 @@ def test_only_approved_experience_is_searchable(propose, approve, reject):
     approved = approve(_propose_about(propose, "Approved: test the importer on migrations."))
     _propose_about(propose, "Pending: nightly importer schema migration broke.")
     reject(_propose_about(propose, "Rejected: nightly importer schema migration broke."))
-    hits = experience_search_at(scope_id=SCOPE, query=QUERY, limit=8)
+    hits = _search(QUERY)
     assert _lessons(hits) == ["Approved: test the importer on migrations."]
-    assert (hits[0].family, hits[0].artifact_id, hits[0].revision) == (
-        "experience",
-        approved["result_artifact"]["artifact_id"],
-        1,
+    assert hits[0].artifact_ref == ArtifactRef(
+        "experience", approved["result_artifact"]["artifact_id"], 1
     )
     # However well the query matches a pending or rejected lesson's exact words.
     for words in ["Pending: nightly importer", "Rejected: nightly importer schema migration"]:
-        lessons = _lessons(experience_search_at(scope_id=SCOPE, query=words, limit=8))
+        lessons = _lessons(_search(words))
         assert all(lesson.startswith("Approved") for lesson in lessons), words
 
 
 def test_search_is_scoped(propose, approve):
     approve(propose("Scope A lesson about flaky importers."))
-    assert experience_search_at(scope_id="scope-b", query="flaky importers", limit=8) == []
+    assert _search("flaky importers", scope_id="scope-b") == []
 
 
 def test_search_names_the_current_revision_after_a_revision(propose, approve):
     first = approve(propose("Cache the wheel builds."))["result_artifact"]
     approve(propose("Cache the wheel builds per Python version.", target=first))
-    hits = experience_search_at(scope_id=SCOPE, query="wheel builds", limit=8)
-    assert [(hit.revision, hit.lesson) for hit in hits] == [
+    hits = _search("wheel builds")
+    assert [(hit.artifact_ref.revision, hit.lesson) for hit in hits] == [
         (2, "Cache the wheel builds per Python version.")
     ]
 
@@ -74,7 +77,7 @@ def test_search_text_is_deterministic_and_on_the_head(propose, approve):
     head = ArtifactHead.objects.get(family="experience", artifact_id=artifact["artifact_id"])
     assert "ünïcödé" in head.searchable_text.split()
     assert "缓存" in head.searchable_text.split()
-    assert experience_search_at(scope_id=SCOPE, query="缓存", limit=8)[0].revision == 1
+    assert _search("缓存")[0].artifact_ref.revision == 1
 
 
 def test_pack_built_from_search_hits_cites_the_exact_revision(propose, approve, reject):
@@ -83,20 +86,11 @@ def test_pack_built_from_search_hits_cites_the_exact_revision(propose, approve, 
     ]
     reject(_propose_about(propose, "Rejected: importer."))
     _propose_about(propose, "Pending: importer.")
-    hits = experience_search_at(scope_id=SCOPE, query=QUERY, limit=8)
+    hits = _search(QUERY)
     pack = PreparedContextBuilder().build(
         head=ArtifactRef("memory", "memory", 1),
         memory_hits=[],
-        experience_hits=[
-            ExperienceHit(
-                ArtifactRef(hit.family, hit.artifact_id, hit.revision),
-                hit.situation,
-                hit.action,
-                hit.outcome,
-                hit.lesson,
-            )
-            for hit in hits
-        ],
+        experience_hits=hits,
         max_bytes=8000,
     )
     assert pack.status == "ready"
@@ -113,12 +107,10 @@ def test_rebuild_restores_the_index_and_searchable_text(propose, approve):
     if engine() == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM experience_head_fts")
-    assert experience_search_at(scope_id=SCOPE, query="signing key", limit=8) == []
+    assert _search("signing key") == []
     assert any("stale searchable_text" in p for p in integrity_problems())
     assert experience_rebuild().entries == 1
-    assert _lessons(experience_search_at(scope_id=SCOPE, query="signing key", limit=8)) == [
-        "Rotate the signing key yearly."
-    ]
+    assert _lessons(_search("signing key")) == ["Rotate the signing key yearly."]
     assert integrity_problems() == []
 
 
@@ -128,13 +120,13 @@ def test_a_stale_index_row_is_an_internal_error_not_a_wrong_citation(propose, ap
     with connection.cursor() as cursor:
         cursor.execute("UPDATE experience_head_fts SET revision = 7")
     with pytest.raises(ExperienceIndexInconsistent):
-        experience_search_at(scope_id=SCOPE, query="lockfile", limit=8)
+        _search("lockfile")
 
 
 def test_user_text_never_becomes_query_syntax(propose, approve):
     approve(propose("Quote the NEAR operator properly."))
     for query in ['"', "NEAR(", "a AND -b *", "scope_token : x", "\x00 😀 )"]:
-        experience_search_at(scope_id=SCOPE, query=query, limit=8)
+        _search(query)
 
 
 # -- the Context Pack over HTTP (POST /v1/context/prepare) -------------------------------
