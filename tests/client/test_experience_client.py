@@ -1,12 +1,7 @@
-"""The client's Experience and candidate operations against the live server.
-
-Skipped until the Experience HTTP API is routed in ``powercontext/urls.py``; they need
-no change to pass once it is.
-"""
+"""The client's Experience and candidate operations against the live server."""
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.urls import Resolver404, resolve
 
 from powercontext.client import Conflict, NotFound, PermissionDenied, PowerContextClient
 
@@ -14,18 +9,6 @@ from .conftest import SCOPE
 
 AGENT_TOKEN = "agent-token-0123456789abcdef0123"
 
-
-def _served() -> bool:
-    try:
-        resolve("/v1/experience/propose")
-    except Resolver404:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(
-    not _served(), reason="the Experience HTTP API is not routed yet (powercontext/urls.py)"
-)
 
 PROPOSAL = {
     "situation": "The integration suite hung.",

@@ -16,6 +16,7 @@ from .conftest import (
     Reply,
     accepted,
     hook_env,
+    load_hook_module,
     prepared,
 )
 
@@ -175,12 +176,14 @@ def test_server_that_stalls_after_the_headers_is_cut_off(hook, fake_server):
     assert run.elapsed < 1.2
 
 
-def test_slow_capture_does_not_delay_or_break_recall(hook, fake_server):
+def test_a_hanging_capture_costs_at_most_the_budget_and_never_breaks_recall(hook, fake_server):
+    # The hook waits for capture until the budget runs out (a capture cut short is lost),
+    # then injects the pack it already has.
     server = fake_server(routes(Reply(200, prepared(PACK)), Reply(202, accepted(), hang=True)))
     run = hook("codex", server.url)
     assert run.context() == PACK
     assert run.stderr == b""
-    assert run.elapsed < 2.2  # the hang costs at most the budget, never more
+    assert run.elapsed < 2.0  # the 1.5 s budget and the process start, never more
 
 
 @pytest.mark.parametrize(
@@ -433,4 +436,4 @@ def test_diagnostic_never_carries_prompt_scope_or_content(reply, hook, fake_serv
 
 
 def test_schema_constant_matches_the_contract():
-    assert SCHEMA == "powercontext.prepared-context.v1"
+    assert load_hook_module().SCHEMA == SCHEMA == "powercontext.prepared-context.v1"

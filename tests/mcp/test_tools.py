@@ -21,18 +21,6 @@ TOKEN = "mcp-test-token-0123456789abcdef"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def experience_api_served() -> bool:
-    from django.urls import Resolver404, resolve
-
-    try:
-        resolve("/v1/experience/propose")
-    except Resolver404:
-        return False
-    return True
-
-
-EXPERIENCE_API = experience_api_served()
-
 EXPECTED_TOOLS = [
     "search_memory",
     "list_memory_entries",
@@ -351,9 +339,6 @@ def test_experience_tools_over_http(live_url):
     assert missing[1]["error"]["code"] == "artifact_not_found"
 
 
-@pytest.mark.skipif(
-    not EXPERIENCE_API, reason="the Experience HTTP API is not routed yet (powercontext/urls.py)"
-)
 def test_experience_tools_match_the_http_api(live_url, pc):
     proposal = {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}
     refs = [{"name": "content", "source_id": "t"}]
