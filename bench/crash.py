@@ -58,6 +58,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.corpus import memories  # noqa: E402
 from bench.served import (  # noqa: E402
+    PROMPTS,
+    QUERIES,
     Client,
     ServerProcess,
     Store,
@@ -70,11 +72,10 @@ from bench.served import (  # noqa: E402
     manage,
     markdown_table,
     open_store,
+    report_runs,
 )
 
 SCOPE = "bench:crash"
-PROMPTS = REPO_ROOT / "bench" / "prompts" / "prepare_prompts.json"
-QUERIES = REPO_ROOT / "bench" / "queries" / "search_queries.txt"
 MIX = {"remember": 45, "revise": 30, "retire": 15, "reactivate": 10}
 PATHS = {
     "remember": "/v1/memory/remember",
@@ -759,15 +760,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
 
 def main(argv: list[str] | None = None) -> int:
     args, configs = parse_args(argv)
-    results = []
-    for config in configs:
-        result = run_crash(config)
-        results.append(result)
-        print(render(result), flush=True)
-        print(flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    return 0 if all(result["passed"] for result in results) else 1
+    return report_runs(configs, run_crash, render, args.json)
 
 
 if __name__ == "__main__":

@@ -36,66 +36,40 @@ servers are stopped however the run ends (they also die with this process).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ctypes
-import http.client
 import json
-import os
-import re
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.corpus import memories  # noqa: E402
 from bench.locomo import pack_citations  # noqa: E402
-from bench.memory_bench import percentile  # noqa: E402
+from bench.served import (  # noqa: E402
+    PROMPTS,
+    QUERIES,
+    Client,
+    ServerProcess,
+    Store,
+    die_with_parent,
+    load_queries,
+    markdown_table,
+    open_store,
+    percentile,
+)
+from bench.served import load_prompts as load_prompt_list  # noqa: E402
 
 SCOPE = "bench:engines"
-DATABASE = "pc_engines_bench"
-# DATABASE, as PowerContext needs it; a constant statement (no identifier is interpolated).
-CREATE_DATABASE = "CREATE DATABASE pc_engines_bench CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-PROMPTS_JSON = REPO_ROOT / "bench" / "prompts" / "prepare_prompts.json"
-QUERIES_TXT = REPO_ROOT / "bench" / "queries" / "search_queries.txt"
-READY = re.compile(r"PowerContext serving on http://([0-9.]+):(\d+)/")
-START_TIMEOUT = 180
 MAX_BYTES = 8000
-PR_SET_PDEATHSIG = 1
 ENGINES = ("sqlite", "oceanbase")
 LABELS = {"sqlite": "SQLite", "oceanbase": "OceanBase (seekdb)"}
-
-
-try:  # looked up once here: a preexec_fn must not dlopen between fork and exec
-    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):
-    _PRCTL = None
-
-
-def _die_with_parent() -> None:
-    """In a child before exec: SIGTERM when this bench dies, even by SIGKILL (Linux)."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-def engine_env(home: Path, database_url: str | None) -> dict[str, str]:
-    env = {**os.environ, "POWERCONTEXT_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    env["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
-    for name in ("POWERCONTEXT_DATABASE_URL", "POWERCONTEXT_API_TOKEN", "POWERCONTEXT_DEBUG"):
-        env.pop(name, None)
-    if database_url:
-        env["POWERCONTEXT_DATABASE_URL"] = database_url
-    return env
 
 
 # --- seeding (a worker process per engine) ---------------------------------------------
@@ -133,11 +107,11 @@ def seed_worker(entries: int, seed: int, out: Path) -> int:
     return 0
 
 
-def seed(env: dict[str, str], entries: int, seed_value: int, out: Path) -> tuple[float, dict]:
+def seed(store: Store, entries: int, seed_value: int, out: Path) -> tuple[float, dict]:
     command = [sys.executable, str(Path(__file__).resolve()), "--seed-worker", str(out)]
     command += ["--entries", str(entries), "--seed", str(seed_value)]
     completed = subprocess.run(
-        command, cwd=REPO_ROOT, env=env, preexec_fn=_die_with_parent, check=False
+        command, cwd=REPO_ROOT, env=store.env(), preexec_fn=die_with_parent, check=False
     )
     if completed.returncode != 0:
         raise RuntimeError(f"seeding failed with exit code {completed.returncode}")
@@ -145,119 +119,16 @@ def seed(env: dict[str, str], entries: int, seed_value: int, out: Path) -> tuple
     return result["seconds"], {key: int(value) for key, value in result["ids"].items()}
 
 
-# --- seekdb ----------------------------------------------------------------------------
-
-
-def create_database(url: str) -> str:
-    """Create DATABASE on the seekdb at ``url`` (utf8mb4_bin, as PowerContext needs);
-    the URL of that database."""
-    import MySQLdb  # mysqlclient, from requirements-oceanbase.txt
-
-    parts = urlsplit(url)
-    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    kwargs: dict = {"user": unquote(parts.username or "root"), "charset": "utf8mb4"}
-    if parts.password:
-        kwargs["password"] = unquote(parts.password)
-    if "unix_socket" in options:
-        kwargs["unix_socket"] = options["unix_socket"]
-    else:
-        kwargs.update(host=parts.hostname or "127.0.0.1", port=parts.port or 2881)
-    connection = MySQLdb.connect(**kwargs)
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(CREATE_DATABASE)
-    finally:
-        connection.close()
-    return urlunsplit(parts._replace(path="/" + DATABASE))
-
-
-@contextlib.contextmanager
-def running_seekdb(base_dir: Path) -> Iterator[str]:
-    """An embedded seekdb holding its data in ``base_dir``; yields its server URL."""
-    from tests.oceanbase.seekdb import start_seekdb  # standard library only, no Django
-
-    server = start_seekdb(database=DATABASE, base_dir=base_dir)
-    try:
-        yield server.url
-    finally:
-        server.stop()
-
-
 # --- the real servers ------------------------------------------------------------------
 
 
-class Server:
-    """``manage.py serve`` in a subprocess, and a keep-alive HTTP client to it."""
-
-    def __init__(self, engine: str, home: Path, env: dict[str, str]) -> None:
-        self.engine = engine
-        self.log = (home / "server.log").open("w")  # closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", "0"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            text=True,
-            preexec_fn=_die_with_parent,
-        )
-        self.host, self.port = self._wait_ready(home)
-        self.connection = self._connect()
-
-    def _connect(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(self.host, self.port, timeout=60)
-
-    def _wait_ready(self, home: Path) -> tuple[str, int]:
-        found: list[tuple[str, int]] = []
-
-        def read() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:  # drained until exit, so the pipe never fills
-                match = READY.search(line)
-                if match and not found:
-                    found.append((match.group(1), int(match.group(2))))
-
-        threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not found:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the {self.engine} server did not start; see {home}/server.log")
-            time.sleep(0.05)
-        return found[0]
-
-    def post(self, path: str, body: dict) -> tuple[dict, float]:
-        """The decoded answer and the wall time of the round trip, in milliseconds."""
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        started = time.perf_counter()
-        try:
-            self.connection.request("POST", path, data, headers)
-            response = self.connection.getresponse()
-            payload = response.read()
-        except (ConnectionError, http.client.HTTPException):
-            # A keep-alive connection the server closed: one retry, on a new connection,
-            # timed from scratch (the reconnect is not the engine's cost).
-            self.connection.close()
-            self.connection = self._connect()
-            started = time.perf_counter()
-            self.connection.request("POST", path, data, headers)
-            response = self.connection.getresponse()
-            payload = response.read()
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.status != 200:
-            raise RuntimeError(f"{self.engine} {path}: HTTP {response.status}: {payload[:300]!r}")
-        return json.loads(payload), elapsed
-
-    def stop(self) -> None:
-        self.connection.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+def post(clients: dict[str, Client], engine: str, path: str, body: dict) -> tuple[dict, float]:
+    """The decoded answer and the wall time of the round trip, in milliseconds."""
+    try:
+        payload, seconds = clients[engine].timed(path, body)
+    except RuntimeError as error:
+        raise RuntimeError(f"{engine} {error}") from error
+    return payload, seconds * 1000
 
 
 # --- measuring -------------------------------------------------------------------------
@@ -275,32 +146,28 @@ class Measures:
 
 def load_prompts(path: Path | None) -> tuple[list[str], Path]:
     if path is None:
-        path = PROMPTS_JSON if PROMPTS_JSON.exists() else QUERIES_TXT
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        return list(json.loads(text)["prompts"]), path
-    lines = (line.strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith("#")], path
+        path = PROMPTS if PROMPTS.exists() else QUERIES
+    return (load_prompt_list(path) if path.suffix == ".json" else load_queries(path)), path
 
 
-def both(servers: dict[str, Server], turn: int) -> list[str]:
+def both(turn: int) -> list[str]:
     """The engines in the order they are asked on this turn: alternating who goes first."""
     return list(ENGINES) if turn % 2 == 0 else list(reversed(ENGINES))
 
 
 def measure_prepare(
-    servers: dict[str, Server], measures: dict[str, Measures], prompts: list[str], requests: int
+    clients: dict[str, Client], measures: dict[str, Measures], prompts: list[str], requests: int
 ) -> None:
     def prepare(engine: str, prompt: str) -> tuple[dict, float]:
         body = {"scope_id": SCOPE, "query": prompt, "max_bytes": MAX_BYTES}
-        return servers[engine].post("/v1/context/prepare", body)
+        return post(clients, engine, "/v1/context/prepare", body)
 
     for turn, prompt in enumerate(prompts[:requests]):  # warm caches and connections
-        for engine in both(servers, turn):
+        for engine in both(turn):
             prepare(engine, prompt)
     for turn in range(requests):
         number = turn % len(prompts)
-        for engine in both(servers, turn):
+        for engine in both(turn):
             payload, elapsed = prepare(engine, prompts[number])
             taken = measures[engine]
             taken.prepare_ms.append(elapsed)
@@ -315,12 +182,12 @@ def measure_prepare(
 
 
 def measure_remember(
-    servers: dict[str, Server], measures: dict[str, Measures], texts: list[tuple[str, str]]
+    clients: dict[str, Client], measures: dict[str, Measures], texts: list[tuple[str, str]]
 ) -> None:
     for turn, (kind, text) in enumerate(texts):
-        for engine in both(servers, turn):
+        for engine in both(turn):
             body = {"scope_id": SCOPE, "kind": kind, "text": text}
-            payload, elapsed = servers[engine].post("/v1/memory/remember", body)
+            payload, elapsed = post(clients, engine, "/v1/memory/remember", body)
             if payload["entry"] is None:
                 raise RuntimeError(f"{engine}: a unique remember was a no-op")
             measures[engine].remember_ms.append(elapsed)
@@ -391,16 +258,7 @@ def table(measures: dict[str, Measures]) -> list[tuple[str, str, str, str]]:
 
 def print_table(rows: list[tuple[str, str, str, str]]) -> None:
     header = ("measure", LABELS["sqlite"], LABELS["oceanbase"], "OceanBase / SQLite")
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        padded = (cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
-        return "| " + " | ".join(padded) + " |"
-
-    print(line(header))
-    print("|" + "|".join("-" * (width + 2) for width in widths) + "|")
-    for row in rows:
-        print(line(row))
+    print(markdown_table(header, rows))
 
 
 # --- the run ---------------------------------------------------------------------------
@@ -415,11 +273,10 @@ def run(args: argparse.Namespace) -> int:
         work.mkdir(parents=True, exist_ok=True)
     else:
         work = Path(tempfile.mkdtemp(prefix="powercontext-engines-bench-"))
-    homes = {engine: work / engine for engine in ENGINES}
-    for home in homes.values():
-        home.mkdir()
     measures = {engine: Measures() for engine in ENGINES}
-    servers: dict[str, Server] = {}
+    stores: dict[str, Store] = {}
+    servers: dict[str, ServerProcess] = {}
+    clients: dict[str, Client] = {}
     started = time.perf_counter()
     print(
         f"# engines bench: {args.entries:,} entries, {args.samples} remembers, "
@@ -428,28 +285,29 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        with running_seekdb(work / "seekdb") as server_url:
-            envs = {
-                "sqlite": engine_env(homes["sqlite"], None),
-                "oceanbase": engine_env(homes["oceanbase"], create_database(server_url)),
-            }
-            for engine in ENGINES:
-                print(f"# seeding {LABELS[engine]} through the services ...", flush=True)
-                seconds, ids = seed(envs[engine], args.entries, args.seed, work / f"{engine}.json")
-                measures[engine].seed_seconds, measures[engine].ids = seconds, ids
-            for engine in ENGINES:
-                servers[engine] = Server(engine, homes[engine], envs[engine])
-            print("# both servers up; measuring prepare, then remember", flush=True)
-            measure_prepare(servers, measures, prompts, args.requests)
-            stream = memories(args.seed)
-            for _ in range(args.entries):
-                next(stream)
-            measure_remember(servers, measures, [next(stream) for _ in range(args.samples)])
-            for engine in ENGINES:
-                servers.pop(engine).stop()
+        for engine in ENGINES:  # OceanBase: a seekdb of its own, under the work directory
+            stores[engine] = open_store(engine, work / engine)
+        for engine in ENGINES:
+            print(f"# seeding {LABELS[engine]} through the services ...", flush=True)
+            seconds, ids = seed(stores[engine], args.entries, args.seed, work / f"{engine}.json")
+            measures[engine].seed_seconds, measures[engine].ids = seconds, ids
+        for engine in ENGINES:
+            servers[engine] = ServerProcess(stores[engine])
+            servers[engine].start()
+            clients[engine] = servers[engine].client(timeout=60, retry_stale=True)
+        print("# both servers up; measuring prepare, then remember", flush=True)
+        measure_prepare(clients, measures, prompts, args.requests)
+        stream = memories(args.seed)
+        for _ in range(args.entries):
+            next(stream)
+        measure_remember(clients, measures, [next(stream) for _ in range(args.samples)])
     finally:
-        for server in servers.values():
+        for client in clients.values():
+            client.close()
+        for server in servers.values():  # before their seekdb
             server.stop()
+        for store in stores.values():
+            store.close(drop=True)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 

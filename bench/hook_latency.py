@@ -16,18 +16,20 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.served import ServerProcess, Store, manage, percentile  # noqa: E402
+
 HOOK = ROOT / "hooks" / "codex_user_prompt_submit.py"
 PROMPTS = ROOT / "bench" / "prompts" / "hook_prompts.json"
 SCOPE = "git:example.com/bench/hook-latency"
@@ -84,18 +86,6 @@ DETAILS = [
 ]
 
 
-def percentile(values, fraction):
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def post(base, token, path, body):
     headers = {"Content-Type": "application/json"}
     if token:
@@ -108,34 +98,12 @@ def post(base, token, path, body):
 
 
 def start_server(home, token):
-    env = dict(os.environ, POWERCONTEXT_HOME=str(home), POWERCONTEXT_API_TOKEN=token)
-    manage = str(ROOT / "manage.py")
-    subprocess.run(
-        [sys.executable, manage, "migrate", "--noinput"],
-        env=env,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, manage, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health/ready", timeout=2) as response:
-                if response.status == 200:
-                    return server, base
-        except (OSError, urllib.error.URLError):
-            time.sleep(0.2)
-    server.kill()
-    raise SystemExit("the server did not become ready")
+    """A migrated SQLite store in ``home`` served on a free loopback port, with ``token``."""
+    store = Store("sqlite", Path(home), extra_env={"POWERCONTEXT_API_TOKEN": token})
+    migrated = manage(store, "migrate", "--noinput")
+    if migrated.returncode != 0:
+        raise SystemExit(f"migrate failed:\n{migrated.stderr[-3000:]}")
+    return ServerProcess(store, log_name=None).start()
 
 
 def seed(base, token, count):
@@ -188,7 +156,8 @@ def main():
             base = args.url.rstrip("/")
         else:
             token = token or "bench-token"
-            server, base = start_server(home, token)
+            server = start_server(home, token)
+            base = server.url
         try:
             if not args.no_seed:
                 seed(base, token, args.entries)
@@ -232,8 +201,7 @@ def main():
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1
         finally:
             if server is not None:
-                server.terminate()
-                server.wait(timeout=10)
+                server.stop()
 
     result = {
         "runs": args.runs,

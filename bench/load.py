@@ -52,6 +52,8 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.corpus import memories  # noqa: E402
 from bench.served import (  # noqa: E402
+    PROMPTS,
+    QUERIES,
     Client,
     MemorySampler,
     ServerProcess,
@@ -66,6 +68,7 @@ from bench.served import (  # noqa: E402
     memory_of,
     open_store,
     percentile,
+    report_runs,
 )
 
 SCOPE = "bench:load"
@@ -75,8 +78,6 @@ PATHS = {
     "remember": "/v1/memory/remember",
     "search": "/v1/memory/search",
 }
-PROMPTS = REPO_ROOT / "bench" / "prompts" / "prepare_prompts.json"
-QUERIES = REPO_ROOT / "bench" / "queries" / "search_queries.txt"
 RSS_GOAL_MIB = 250
 # Seconds the clients get to start (spawned interpreters) before the clock starts.
 START_DELAY = 3.0
@@ -535,15 +536,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
 
 def main(argv: list[str] | None = None) -> int:
     args, configs = parse_args(argv)
-    results = []
-    for config in configs:
-        result = run_load(config)
-        results.append(result)
-        print(render(result), flush=True)
-        print(flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    return 0 if all(result["passed"] for result in results) else 1
+    return report_runs(configs, run_load, render, args.json)
 
 
 if __name__ == "__main__":

@@ -29,27 +29,24 @@ Only ever tune on ../shared/data/locomo-dev (the other five conversations are he
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import math
 import os
 import re
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.served import Client, ServerProcess, Store, percentile  # noqa: E402
 from hooks.powercontext_hook import capture_source_id  # noqa: E402  (stdlib only)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
@@ -60,74 +57,12 @@ BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
 END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 SCORED_CATEGORIES = (1, 2, 3, 4)
 BARE = "bare"
-READY_LINE = re.compile(r"PowerContext serving on (\S+)")
 
 
-# --- the real server -------------------------------------------------------------------
-
-
-@contextmanager
-def running_server(home: Path, *, threads: int | None = None) -> Iterator[str]:
-    """Start ``manage.py serve`` on a free loopback port over ``home``; yield its URL."""
-    env = {**os.environ, "POWERCONTEXT_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    env.pop("POWERCONTEXT_DATABASE_URL", None)
-    env.pop("POWERCONTEXT_API_TOKEN", None)
-    env["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
-    command = [sys.executable, str(ROOT / "manage.py"), "serve", "--host", "127.0.0.1"]
-    command += ["--port", "0"]
-    if threads:
-        command += ["--threads", str(threads)]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    try:
-        url = None
-        assert process.stdout is not None
-        for line in process.stdout:
-            match = READY_LINE.search(line)
-            if match:
-                url = match.group(1)
-                break
-        if url is None:
-            raise RuntimeError(f"manage.py serve exited ({process.wait()}) before it was ready")
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-class Api:
-    """A keep-alive JSON client for one server (one connection; not thread-safe)."""
-
-    def __init__(self, url: str):
-        parts = urlsplit(url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
-
-    def post(self, path: str, body: dict, status: int = 200) -> dict:
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        for attempt in (1, 2):
-            try:
-                self.connection.request("POST", path, body=data, headers=headers)
-                response = self.connection.getresponse()
-                payload = response.read()
-                break
-            except (ConnectionError, http.client.HTTPException):
-                self.connection.close()
-                self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
-                if attempt == 2:
-                    raise
-        if response.status != status:
-            raise RuntimeError(f"{path}: HTTP {response.status}: {payload[:300]!r}")
-        return json.loads(payload)
-
-    def close(self) -> None:
-        self.connection.close()
+def running_server(home: Path) -> ServerProcess:
+    """``manage.py serve`` on a free loopback port over ``home``, as a context manager. No
+    server log: ``home`` may be a seed reused run after run."""
+    return ServerProcess(Store("sqlite", home.resolve()), log_name=None)
 
 
 def pack_citations(content: str | None) -> set[tuple[str, str]]:
@@ -207,14 +142,14 @@ def render(template: str, question: str) -> str:
 # --- seeding ---------------------------------------------------------------------------
 
 
-def seed(api: Api, conversations: Sequence[Conversation]) -> dict[str, dict[str, list[str]]]:
+def seed(api: Client, conversations: Sequence[Conversation]) -> dict[str, dict[str, list[str]]]:
     """Remember every turn; map conversation -> dia_id -> [entry_id, entry_version_id]."""
     mapping: dict[str, dict[str, list[str]]] = {}
     for conversation in conversations:
         by_text: dict[str, list[str]] = {}
         turns: dict[str, list[str]] = {}
         for turn in conversation.turns:
-            result = api.post(
+            result = api.ok(
                 "/v1/memory/remember",
                 {"scope_id": conversation.scope_id, "kind": "note", "text": turn.text},
             )
@@ -325,20 +260,11 @@ class Tally:
             "all_pct": self.cites_all * share,
             "any_pct": self.cites_any * share,
             "mean_bytes": statistics.fmean(self.content_bytes or [0]),
-            "p95_bytes": percentile(self.content_bytes, 95),
+            "p95_bytes": percentile(self.content_bytes, 0.95),
             "empty_pct": self.empty * share,
-            "p50_ms": percentile(self.latency_ms, 50),
-            "p95_ms": percentile(self.latency_ms, 95),
+            "p50_ms": percentile(self.latency_ms, 0.50),
+            "p95_ms": percentile(self.latency_ms, 0.95),
         }
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, math.ceil(pct / 100 * len(ordered)))
-    return float(ordered[rank - 1])
 
 
 def format_table(rows: list[tuple[str, str, dict[str, float]]]) -> str:
@@ -363,8 +289,8 @@ def seeded_home(home: Path, conversations: Sequence[Conversation]) -> dict:
     missing = [c for c in conversations if c.name not in mapping]
     if missing:
         started = time.perf_counter()
-        with running_server(home) as url:
-            api = Api(url)
+        with running_server(home) as server:
+            api = server.client(timeout=60, retry_stale=True)
             mapping.update(seed(api, missing))
             api.close()
         seed_path.write_text(json.dumps(mapping))
@@ -425,8 +351,8 @@ def run(args: argparse.Namespace) -> int:
     captured = {name: Tally() for name, _ in variants}
     naive = {name: Tally() for name, _ in variants}
     unscorable = 0
-    with running_server(work) as url:
-        api = Api(url)
+    with running_server(work) as server:
+        api = server.client(timeout=60, retry_stale=True)
         baseline = NaiveBaseline(work)
         for conversation in conversations:
             for turn in conversation.turns:
@@ -438,9 +364,8 @@ def run(args: argparse.Namespace) -> int:
 
         def prepare(conversation: Conversation, prompt: str) -> tuple[dict, float]:
             body = {"scope_id": conversation.scope_id, "query": prompt, "max_bytes": args.max_bytes}
-            began = time.perf_counter()
-            payload = api.post("/v1/context/prepare", body)
-            return payload, (time.perf_counter() - began) * 1000
+            payload, seconds = api.timed("/v1/context/prepare", body)
+            return payload, seconds * 1000
 
         # 1. Cold: no prompt captured yet, every prompt is a one-off. The naive rule runs
         #    here too: it has no notion of prompt history.
@@ -474,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
                     evidence = evidence_of(conversation, question)
                     if evidence:
                         captured[name].add(payload, evidence, elapsed)
-                    api.post(
+                    api.ok(
                         "/v1/sources/content",
                         capture_body(conversation.scope_id, f"locomo-{name}", turn, prompt),
                         status=202,

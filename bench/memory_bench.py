@@ -23,13 +23,10 @@ is a measurement, not a timed test.
 """
 
 import argparse
-import http.client
-import json
 import os
 import re
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,121 +37,46 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.corpus import memories  # noqa: E402
+from bench.served import (  # noqa: E402
+    QUERIES,
+    RAW_MATCH_SQL,
+    Client,
+    Completed,
+    ServerProcess,
+    Store,
+    Unanswered,
+    load_queries,
+    manage,
+    markdown_table,
+    open_store,
+    percentile,
+)
 
 SCOPE = "bench:memory"
-READY = re.compile(r"PowerContext serving on http://([0-9.]+):(\d+)/")
 REBUILD_LINE = re.compile(r"memory: (\d+) active entries .* checked in ([0-9.]+)s")
-START_TIMEOUT = 120
-# The statement SqliteSearchBackend.memory_match issues, with sqlite3's "?" placeholders.
-RAW_MATCH_SQL = (
-    "SELECT e.entry_id, e.entry_version_id, bm25(memory_activeentry_fts, 0.0, 1.0) AS rank "
-    "FROM memory_activeentry_fts JOIN memory_memoryactiveentry e "
-    "ON e.id = memory_activeentry_fts.rowid "
-    "WHERE memory_activeentry_fts MATCH ? ORDER BY rank, e.entry_id LIMIT ?"
-)
 SEARCH_LIMIT = 10
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
-    return ordered[index]
-
-
-class ServedApi:
-    """``manage.py serve`` in a subprocess, and a keep-alive HTTP client to it."""
-
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
-        self.log = open(home / "server.log", "w")  # closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", "0"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            text=True,
+def measured(store: Store, *args: str) -> Completed:
+    """One manage.py command in its own process: its output, wall time and peak RSS (the
+    child's own, from wait4); RuntimeError if it failed."""
+    done = manage(store, *args, timeout=24 * 3600)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}{done.stdout[-2000:]}"
         )
-        self.host, self.port = self._wait_ready()
-        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
-
-    def _wait_ready(self) -> tuple[str, int]:
-        found: list[tuple[str, int]] = []
-
-        def read() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:
-                match = READY.search(line)
-                if match and not found:
-                    found.append((match.group(1), int(match.group(2))))
-
-        threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not found:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start; see server.log")
-            time.sleep(0.05)
-        return found[0]
-
-    def post(self, path: str, body: dict, connection: http.client.HTTPConnection | None = None):
-        connection = connection or self.connection
-        data = json.dumps(body).encode()
-        started = time.perf_counter()
-        connection.request("POST", path, data, {"Content-Type": "application/json"})
-        response = connection.getresponse()
-        payload = response.read()
-        elapsed = time.perf_counter() - started
-        if response.status != 200:
-            raise RuntimeError(f"{path} answered {response.status}: {payload[:200]!r}")
-        return json.loads(payload), elapsed
-
-    def stop(self) -> None:
-        self.connection.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
-
-
-def run_measured(args: list[str], env: dict[str, str]) -> tuple[str, float, int]:
-    """(stdout, wall seconds, peak RSS in KiB) of one manage.py command in its own
-    process; the RSS is that child's own, from wait4()."""
-    started = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=env, stdout=out, stderr=err
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if process.returncode != 0:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed: {stderr[-2000:]}{stdout[-2000:]}")
-    return stdout, wall, usage.ru_maxrss  # KiB on Linux
+    return done
 
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.home = Path(args.data_dir or tempfile.mkdtemp(prefix="powercontext-bench-"))
-        if (self.home / "powercontext.sqlite3").exists():
-            raise SystemExit(f"{self.home} already holds a database: give a fresh directory")
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.env = {
-            **os.environ,
-            "POWERCONTEXT_HOME": str(self.home),
-            "DJANGO_SETTINGS_MODULE": "powercontext.settings",
-        }
-        self.env.pop("POWERCONTEXT_DATABASE_URL", None)
-        self.env.pop("POWERCONTEXT_API_TOKEN", None)
-        os.environ.update(self.env)
-        os.environ.pop("POWERCONTEXT_DATABASE_URL", None)
-        os.environ.pop("POWERCONTEXT_API_TOKEN", None)
+        self.store = open_store("sqlite", self.home)
+        # Django in this process reads the same settings as the server and the commands.
+        environment = self.store.env()
+        os.environ.clear()
+        os.environ.update(environment)
         self.corpus = memories(args.seed)
         self.count = 0
         self.rows: list[tuple[str, str, str, str]] = []
@@ -162,9 +84,9 @@ class Bench:
     def row(self, metric: str, value: str, target: str = "", verdict: str = "") -> None:
         self.rows.append((metric, value, target, verdict))
 
-    def remember_http(self, api: ServedApi) -> float:
+    def remember_http(self, api: Client) -> float:
         kind, text = next(self.corpus)
-        result, elapsed = api.post(
+        result, elapsed = api.timed(
             "/v1/memory/remember", {"scope_id": SCOPE, "kind": kind, "text": text}
         )
         assert result["entry"] is not None
@@ -182,20 +104,21 @@ class Bench:
             self.count += 1
         return time.perf_counter() - started
 
-    def remember_samples(self, api: ServedApi) -> list[float]:
+    def remember_samples(self, api: Client) -> list[float]:
         return [self.remember_http(api) for _ in range(self.args.samples)]
 
     def run(self) -> int:
-        api = ServedApi(self.home, self.env)
-        try:
-            import django
+        with ServerProcess(self.store) as server:
+            api = server.client(timeout=60)
+            try:
+                import django
 
-            django.setup()
-            return self._measure(api)
-        finally:
-            api.stop()
+                django.setup()
+                return self._measure(api, server)
+            finally:
+                api.close()
 
-    def _measure(self, api: ServedApi) -> int:
+    def _measure(self, api: Client, server: ServerProcess) -> int:
         args = self.args
         started = time.perf_counter()
         while self.count < args.entries_small:
@@ -228,14 +151,14 @@ class Bench:
         self.row("remember large / small", f"{ratio:.2f}x", "<= 1.5x", _verdict(ok_ratio))
 
         ok_search = self._search(api)
-        ok_rebuild = self._rebuild(api)
+        ok_rebuild = self._rebuild(server)
         self._print()
         passed = ok_ratio and ok_search and ok_rebuild
         return 0 if passed or not args.enforce else 1
 
     # -- search ------------------------------------------------------------------------
 
-    def _search(self, api: ServedApi) -> bool:
+    def _search(self, api: Client) -> bool:
         from django.conf import settings
 
         from memory.term_stats import term_frequencies
@@ -262,15 +185,13 @@ class Bench:
 
         # Warm both paths (page cache, statement caches) before measuring.
         for query, expression in plans:
-            api.post(
-                "/v1/memory/search", {"scope_id": SCOPE, "query": query, "limit": SEARCH_LIMIT}
-            )
+            api.ok("/v1/memory/search", {"scope_id": SCOPE, "query": query, "limit": SEARCH_LIMIT})
             raw_query(expression)
         http_times, raw_times, mismatches, empty = [], [], 0, 0
         for _ in range(self.args.rounds):
             for query, expression in plans:
                 body = {"scope_id": SCOPE, "query": query, "limit": SEARCH_LIMIT}
-                result, elapsed = api.post("/v1/memory/search", body)
+                result, elapsed = api.timed("/v1/memory/search", body)
                 ids, raw_elapsed = raw_query(expression)
                 http_times.append(elapsed)
                 raw_times.append(raw_elapsed)
@@ -303,20 +224,20 @@ class Bench:
 
     # -- rebuild_index and check_integrity ---------------------------------------------
 
-    def _rebuild(self, api: ServedApi) -> bool:
+    def _rebuild(self, server: ServerProcess) -> bool:
         # 1. Nothing to repair, while the server keeps answering searches.
-        probe = SearchProbe(api, "run the tests before pushing")
+        probe = SearchProbe(server, "run the tests before pushing")
         probe.start()
-        output, wall, rss = run_measured(["rebuild_index"], self.env)
+        done = measured(self.store, "rebuild_index")
         probe.stop()
-        entries, seconds = _parse_rebuild(output)
+        entries, seconds = _parse_rebuild(done.stdout)
         self.row(
             f"rebuild_index @ {entries:,}, up to date",
-            f"{entries / seconds:,.0f} entries/s ({seconds:.1f}s; process {wall:.1f}s)",
+            f"{entries / seconds:,.0f} entries/s ({seconds:.1f}s; process {done.seconds:.1f}s)",
             "",
             "",
         )
-        self.row("  peak RSS", f"{rss / 1024:.0f} MiB")
+        self.row("  peak RSS", f"{done.peak_rss_kib / 1024:.0f} MiB")
         self.row(
             "  searches served during it",
             f"{probe.count} (hit counts seen: {sorted(probe.hit_counts)}; "
@@ -329,42 +250,32 @@ class Bench:
 
         with sqlite3.connect(settings.DATABASES["default"]["NAME"]) as raw:
             raw.execute("DELETE FROM memory_memoryactiveentry")
-        output, wall, rss = run_measured(["rebuild_index"], self.env)
-        entries, seconds = _parse_rebuild(output)
+        done = measured(self.store, "rebuild_index")
+        entries, seconds = _parse_rebuild(done.stdout)
         self.row(
             f"rebuild_index @ {entries:,}, projection wiped",
-            f"{entries / seconds:,.0f} entries/s ({seconds:.1f}s; process {wall:.1f}s)",
+            f"{entries / seconds:,.0f} entries/s ({seconds:.1f}s; process {done.seconds:.1f}s)",
         )
-        self.row("  peak RSS", f"{rss / 1024:.0f} MiB")
+        self.row("  peak RSS", f"{done.peak_rss_kib / 1024:.0f} MiB")
         # 3. The result (and the seeding) is consistent.
-        output, wall, rss = run_measured(["check_integrity"], self.env)
+        done = measured(self.store, "check_integrity")
         self.row(
             f"check_integrity @ {self.count:,}",
-            f"passed in {wall:.1f}s, peak RSS {rss / 1024:.0f} MiB",
+            f"passed in {done.seconds:.1f}s, peak RSS {done.peak_rss_kib / 1024:.0f} MiB",
         )
         return len(probe.hit_counts) == 1 and probe.errors == 0
 
     def _print(self) -> None:
         """One Markdown table, ready to paste into an issue."""
-        header = ("measure", "value", "target", "")
-        widths = [max(len(row[i]) for row in [header, *self.rows]) for i in range(4)]
-
-        def line(cells: tuple[str, ...]) -> str:
-            padded = (cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
-            return "| " + " | ".join(padded) + " |"
-
         print(f"PowerContext memory benchmark (data: {self.home})")
-        print(line(header))
-        print("|" + "|".join("-" * (width + 2) for width in widths) + "|")
-        for row in self.rows:
-            print(line(row))
+        print(markdown_table(("measure", "value", "target", ""), self.rows))
 
 
 class SearchProbe:
     """Searches the server in a loop on its own connection, recording hit counts."""
 
-    def __init__(self, api: ServedApi, query: str) -> None:
-        self.api, self.query = api, query
+    def __init__(self, server: ServerProcess, query: str) -> None:
+        self.server, self.query = server, query
         self.hit_counts: set[int] = set()
         self.count = self.errors = 0
         self.slowest = 0.0
@@ -372,20 +283,18 @@ class SearchProbe:
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
-        connection = http.client.HTTPConnection(self.api.host, self.api.port, timeout=60)
+        client = self.server.client(timeout=60)  # reconnects after a failure
         body = {"scope_id": SCOPE, "query": self.query, "limit": 50}
         while self.running:
             try:
-                result, elapsed = self.api.post("/v1/memory/search", body, connection)
-            except (RuntimeError, OSError, http.client.HTTPException):
+                result, elapsed = client.timed("/v1/memory/search", body)
+            except (RuntimeError, Unanswered):
                 self.errors += 1
-                connection.close()
-                connection = http.client.HTTPConnection(self.api.host, self.api.port, timeout=60)
                 continue
             self.count += 1
             self.hit_counts.add(len(result["hits"]))
             self.slowest = max(self.slowest, elapsed)
-        connection.close()
+        client.close()
 
     def start(self) -> None:
         self.thread.start()
@@ -408,11 +317,6 @@ def _verdict(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 
 
-def load_queries(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries-small", type=int, default=1000)
@@ -420,9 +324,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--search-entries", type=int, default=100000)
     parser.add_argument("--samples", type=int, default=300, help="remembers timed per size")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the query set")
-    parser.add_argument(
-        "--queries", type=Path, default=REPO_ROOT / "bench" / "queries" / "search_queries.txt"
-    )
+    parser.add_argument("--queries", type=Path, default=QUERIES)
     parser.add_argument("--seed", type=int, default=28, help="corpus seed")
     parser.add_argument("--data-dir", help="a fresh directory (default: a new temp dir)")
     parser.add_argument("--enforce", action="store_true", help="exit 1 when a target is missed")

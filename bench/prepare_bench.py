@@ -31,22 +31,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from locomo import Api, percentile, running_server  # noqa: E402
-
+from bench.served import PROMPTS, RAW_MATCH_SQL, ServerProcess, Store, percentile  # noqa: E402
 from hooks.powercontext_hook import capture_source_id  # noqa: E402
 
 SCOPE = "bench:prepare"
 SESSION = "bench-prepare"
-DEFAULT_PROMPTS = ROOT / "bench" / "prompts" / "prepare_prompts.json"
-# The statement SqliteSearchBackend.memory_match issues, with sqlite3's "?" placeholders.
-RAW_MATCH_SQL = (
-    "SELECT e.entry_id, e.entry_version_id, bm25(memory_activeentry_fts, 0.0, 1.0) AS rank "
-    "FROM memory_activeentry_fts JOIN memory_memoryactiveentry e "
-    "ON e.id = memory_activeentry_fts.rowid "
-    "WHERE memory_activeentry_fts MATCH ? ORDER BY rank, e.entry_id LIMIT ?"
-)
 TARGET_MS = 5.0
 
 
@@ -146,9 +136,10 @@ def run(args: argparse.Namespace) -> int:
         f"home {home}",
         flush=True,
     )
-    with running_server(home) as url:
+    # No server log: the data directory may be reused run after run.
+    with ServerProcess(Store("sqlite", home.resolve()), log_name=None) as server:
         if not args.no_capture:
-            capture_prompts(url, prompts)
+            capture_prompts(server.url, prompts)
         history = prompt_history_size()
         print(
             f"# prompt history: {history} captured prompt(s) in the scope; prepare looks back "
@@ -157,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         )
         planned = plans(prompts)
         raw = sqlite3.connect(settings.DATABASES["default"]["NAME"])
-        api = Api(url)
+        api = server.client(timeout=60, retry_stale=True)
 
         def raw_query(expression: str | None) -> float:
             if expression is None:
@@ -168,9 +159,8 @@ def run(args: argparse.Namespace) -> int:
 
         def prepare(prompt: str) -> tuple[dict, float]:
             body = {"scope_id": SCOPE, "query": prompt, "max_bytes": 8000}
-            began = time.perf_counter()
-            payload = api.post("/v1/context/prepare", body)
-            return payload, (time.perf_counter() - began) * 1000
+            payload, seconds = api.timed("/v1/context/prepare", body)
+            return payload, seconds * 1000
 
         for prompt, expression in planned:  # warm page cache and statement caches
             prepare(prompt)
@@ -187,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         raw.close()
 
     median = statistics.median(http_ms), statistics.median(raw_ms)
-    p99 = percentile(http_ms, 99), percentile(raw_ms, 99)
+    p99 = percentile(http_ms, 0.99), percentile(raw_ms, 0.99)
     ok = median[0] <= median[1] + TARGET_MS
     print(f"# prepare at {args.entries:,} entries, n={len(http_ms)} requests")
     print("| measure | prepare (HTTP) | raw FTS5 | difference | target |")
@@ -208,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=28, help="corpus seed")
-    parser.add_argument("--prompts", default=str(DEFAULT_PROMPTS))
+    parser.add_argument("--prompts", default=str(PROMPTS))
     parser.add_argument("--rounds", type=int, default=3, help="passes over the prompts")
     parser.add_argument("--data-dir", help="a fresh directory (default: a new temp dir)")
     parser.add_argument("--enforce", action="store_true", help="exit 1 when the target is missed")

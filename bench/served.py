@@ -1,6 +1,7 @@
-"""Real PowerContext server processes for the reliability benchmarks (bench/load.py,
-bench/crash.py): a data store (SQLite in a data directory, or a fresh database on
-OceanBase), ``manage.py serve`` on loopback, its resident memory, and a small HTTP client.
+"""Real PowerContext server processes for the benchmarks (bench/*.py): a data store
+(SQLite in a data directory, or a fresh database on OceanBase), ``manage.py serve`` on
+loopback, its resident memory, a small HTTP client, and what the benchmarks share besides
+(percentile, the committed prompts and queries, the raw FTS5 statement, the table).
 
 Standard library only in this process: whatever needs Django (migrating, seeding through
 the services, wiping the derived state) runs as ``bench/django_tasks.py`` in a child
@@ -11,8 +12,10 @@ OceanBase without Django's settings being fixed at the first import.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import http.client
 import json
+import math
 import os
 import queue
 import re
@@ -23,23 +26,49 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 READY = re.compile(r"PowerContext serving on http://(127\.0\.0\.1):(\d+)/ ")
 START_TIMEOUT = 180
 TASKS = REPO_ROOT / "bench" / "django_tasks.py"
+PROMPTS = REPO_ROOT / "bench" / "prompts" / "prepare_prompts.json"
+QUERIES = REPO_ROOT / "bench" / "queries" / "search_queries.txt"
+# The statement SqliteSearchBackend.memory_match issues, with sqlite3's "?" placeholders:
+# what a served search or prepare is measured against.
+RAW_MATCH_SQL = (
+    "SELECT e.entry_id, e.entry_version_id, bm25(memory_activeentry_fts, 0.0, 1.0) AS rank "
+    "FROM memory_activeentry_fts JOIN memory_memoryactiveentry e "
+    "ON e.id = memory_activeentry_fts.rowid "
+    "WHERE memory_activeentry_fts MATCH ? ORDER BY rank, e.entry_id LIMIT ?"
+)
+PR_SET_PDEATHSIG = 1
+
+try:  # looked up once here: a preexec_fn must not dlopen between fork and exec
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _PRCTL = None
 
 
-def percentile(values: list[float], share: float) -> float:
-    """Nearest-rank percentile (``share`` in 0..1) of ``values``; 0.0 when empty."""
+def die_with_parent() -> None:
+    """A ``preexec_fn``: the child gets SIGTERM when the thread that started it dies, even
+    by SIGKILL (Linux; a no-op elsewhere), so no server outlives a killed benchmark."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile (``share`` in 0..1) of ``values``: the smallest value with at
+    least that share of them at or below it; 0.0 when empty."""
     ordered = sorted(values)
     if not ordered:
         return 0.0
-    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
-    return ordered[index]
+    rank = min(len(ordered), max(1, math.ceil(share * len(ordered))))
+    return float(ordered[rank - 1])
 
 
 def load_queries(path: Path) -> list[str]:
@@ -78,6 +107,7 @@ class Store:
             "POWERCONTEXT_DATABASE_URL",
             "POWERCONTEXT_API_TOKEN",
             "POWERCONTEXT_TEST_DATABASE",
+            "POWERCONTEXT_DEBUG",  # keeps every query in memory: not what is measured
             "DJANGO_SETTINGS_MODULE",
         ):
             env.pop(name, None)
@@ -150,9 +180,9 @@ def _oceanbase_execute(url: str, statement: str) -> None:
 
     parts = urlsplit(url)
     options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    kwargs: dict[str, object] = {"user": parts.username or "root", "charset": "utf8mb4"}
+    kwargs: dict[str, object] = {"user": unquote(parts.username or "root"), "charset": "utf8mb4"}
     if parts.password:
-        kwargs["password"] = parts.password
+        kwargs["password"] = unquote(parts.password)
     if "unix_socket" in options:
         kwargs["unix_socket"] = options["unix_socket"]
     else:
@@ -284,18 +314,24 @@ class MemorySampler:
 
 @dataclass
 class ServerProcess:
-    """``manage.py serve`` on 127.0.0.1 (port 0) for ``store``; stderr goes to a log."""
+    """``manage.py serve`` on 127.0.0.1 (port 0) for ``store``; stderr goes to a log in the
+    store's home (``log_name`` None: discarded). It dies with this process (SIGTERM, see
+    die_with_parent). As a context manager: started on entry, stopped on exit."""
 
     store: Store
     threads: int = 4
-    log_name: str = "server.log"
+    log_name: str | None = "server.log"
     host: str = ""
     port: int = 0
     process: subprocess.Popen | None = None
     _lines: queue.Queue = field(default_factory=queue.Queue)
 
     def start(self) -> ServerProcess:
-        log = open(self.store.home / self.log_name, "a")  # the child keeps its own copy
+        log = (
+            open(self.store.home / self.log_name, "a")  # the child keeps its own copy
+            if self.log_name
+            else open(os.devnull, "w")
+        )
         try:
             self.process = subprocess.Popen(
                 [
@@ -314,6 +350,7 @@ class ServerProcess:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
+                preexec_fn=die_with_parent,
             )
         finally:
             log.close()
@@ -326,9 +363,8 @@ class ServerProcess:
                 self.kill()
                 raise RuntimeError(f"serve did not start in {START_TIMEOUT}s") from None
             if line is None:
-                raise RuntimeError(
-                    f"serve exited before it was ready; see {self.store.home / self.log_name}"
-                )
+                see = f"; see {self.store.home / self.log_name}" if self.log_name else ""
+                raise RuntimeError(f"serve exited before it was ready{see}")
             match = READY.search(line)
             if match:
                 self.host, self.port = match.group(1), int(match.group(2))
@@ -346,8 +382,12 @@ class ServerProcess:
         assert self.process is not None
         return self.process.pid
 
-    def client(self, timeout: float = 30.0) -> Client:
-        return Client(self.host, self.port, timeout=timeout)
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def client(self, timeout: float = 30.0, *, retry_stale: bool = False) -> Client:
+        return Client(self.host, self.port, timeout=timeout, retry_stale=retry_stale)
 
     def kill(self) -> None:
         """SIGKILL: no drain, no atexit, no connection close."""
@@ -367,6 +407,12 @@ class ServerProcess:
                 self.kill()
         return self.process.returncode
 
+    def __enter__(self) -> ServerProcess:
+        return self if self.process is not None else self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
 
 class Unanswered(Exception):
     """No HTTP answer: refused, reset, closed or timed out. The request may or may not
@@ -374,15 +420,33 @@ class Unanswered(Exception):
 
 
 class Client:
-    """A keep-alive JSON client for one server; reconnects after a failure."""
+    """A keep-alive JSON client for one server; reconnects after a failure.
 
-    def __init__(self, host: str, port: int, *, timeout: float = 30.0) -> None:
+    With ``retry_stale``, a request that fails the way one does on a kept-alive connection
+    the server has closed (reset, closed, no status line) is sent once more on a new
+    connection, timed from scratch: the reconnect is not the server's cost. Without it, and
+    for a timeout either way, the failure is Unanswered (the request may have been applied).
+    """
+
+    def __init__(
+        self, host: str, port: int, *, timeout: float = 30.0, retry_stale: bool = False
+    ) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.retry_stale = retry_stale
         self._connection: http.client.HTTPConnection | None = None
 
     def post(self, path: str, body: dict) -> tuple[int, dict | None, float]:
-        """(status, decoded JSON body or None, seconds). Raises Unanswered."""
+        """(status, decoded JSON body or None, seconds of the round trip). Raises Unanswered."""
         data = json.dumps(body).encode()
+        try:
+            return self._post(path, data)
+        except Unanswered as error:
+            stale = isinstance(error.__cause__, ConnectionError | http.client.HTTPException)
+            if not (self.retry_stale and stale):
+                raise
+        return self._post(path, data)
+
+    def _post(self, path: str, data: bytes) -> tuple[int, dict | None, float]:
         started = time.perf_counter()
         try:
             if self._connection is None:
@@ -406,11 +470,16 @@ class Client:
             decoded = None
         return response.status, decoded, elapsed
 
-    def ok(self, path: str, body: dict) -> dict:
-        status, decoded, _ = self.post(path, body)
-        if status != 200 or decoded is None:
-            raise RuntimeError(f"{path} answered {status}: {decoded!r}")
-        return decoded
+    def timed(self, path: str, body: dict, *, status: int = 200) -> tuple[dict, float]:
+        """(decoded JSON body, seconds of the round trip); RuntimeError for another status
+        or no JSON body. Raises Unanswered."""
+        answered, decoded, seconds = self.post(path, body)
+        if answered != status or decoded is None:
+            raise RuntimeError(f"{path} answered {answered}: {decoded!r}")
+        return decoded, seconds
+
+    def ok(self, path: str, body: dict, *, status: int = 200) -> dict:
+        return self.timed(path, body, status=status)[0]
 
     def close(self) -> None:
         if self._connection is not None:
@@ -443,6 +512,22 @@ def all_revisions(client: Client, scope_id: str) -> dict[int, list[dict]]:
         if page["next_since"] is None:
             return revisions
         since = page["next_since"]
+
+
+def report_runs(
+    configs: list, run: Callable[[Any], dict], render: Callable[[dict], str], json_path: Path | None
+) -> int:
+    """Run each configuration and print its report as it finishes; every result as JSON to
+    ``json_path`` if given. The exit status: 0 when every result passed, else 1."""
+    results = []
+    for config in configs:
+        result = run(config)
+        results.append(result)
+        print(render(result), flush=True)
+        print(flush=True)
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return 0 if all(result["passed"] for result in results) else 1
 
 
 def markdown_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
