@@ -66,7 +66,7 @@ def seed(entries: int, seed_value: int) -> float:
 def capture_prompts(url: str, prompts: list[str]) -> None:
     """Capture every prompt into the scope's source journal through the HTTP API, in
     order, as the hook does while it prepares each prompt's pack (202 each)."""
-    from powercontext.client import PowerContextClient
+    from powercontext_client import PowerContextClient
 
     with PowerContextClient(url, timeout=60) as client:
         for turn, prompt in enumerate(prompts):

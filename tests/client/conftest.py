@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from powercontext.client import AsyncPowerContextClient, PowerContextClient
 from powercontext.serving import Server
+from powercontext_client import AsyncPowerContextClient, PowerContextClient
 
 SCOPE = "git:example.com/acme/client-widgets"
 

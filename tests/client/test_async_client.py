@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from powercontext.client import (
+from powercontext_client import (
     AsyncPowerContextClient,
     CapabilityNotSupported,
     Conflict,

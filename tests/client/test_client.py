@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from memory import selectors
-from powercontext.client import (
+from powercontext_client import (
     CapabilityNotSupported,
     Conflict,
     InvalidRequest,

@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from powercontext.client import Conflict, NotFound, PermissionDenied, PowerContextClient
+from powercontext_client import Conflict, NotFound, PermissionDenied, PowerContextClient
 
 from .conftest import SCOPE
 

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from powercontext.client import PowerContextClient, errors
+from powercontext_client import PowerContextClient, errors
 
 from .conftest import call
 

@@ -1,6 +1,6 @@
 """A Python client for the PowerContext HTTP API, synchronous and asynchronous.
 
-    from powercontext.client import PowerContextClient, errors
+    from powercontext_client import PowerContextClient, errors
 
     with PowerContextClient() as pc:  # $POWERCONTEXT_URL, $POWERCONTEXT_API_TOKEN
         hits = pc.search_memory(scope_id="git:github.com/acme/widgets", query="deploy")
@@ -9,9 +9,10 @@ Built on httpx; imports nothing from Django, so agents and scripts can use it wi
 the server's settings. See docs/client.md.
 """
 
-from powercontext.client import errors, types
-from powercontext.client.aio import AsyncPowerContextClient
-from powercontext.client.errors import (
+from powercontext_client import errors, types
+from powercontext_client._async.client import AsyncPowerContextClient
+from powercontext_client._sync.client import PowerContextClient
+from powercontext_client.errors import (
     CapabilityNotSupported,
     Conflict,
     InvalidRequest,
@@ -25,7 +26,6 @@ from powercontext.client.errors import (
     Unavailable,
     UnexpectedResponse,
 )
-from powercontext.client.sync import PowerContextClient
 
 __all__ = [
     "AsyncPowerContextClient",

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from powercontext.client import errors
+from powercontext_client import errors
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 URL_ENV = "POWERCONTEXT_URL"

@@ -1,13 +1,19 @@
-"""The synchronous client. ``AsyncPowerContextClient`` (``powercontext.client.aio``) has
-the same methods, awaitable; ``tests/client/test_parity.py`` keeps the two in step."""
+# Generated from ../_async/client.py by scripts/unasync_client.py: do not edit; edit the
+# asyncio source and run the script again.
+"""The PowerContext API client, one method per HTTP operation.
+
+The asyncio client, ``_async/client.py``, is the one source of both: ``_sync/client.py``
+is generated from it by ``scripts/unasync_client.py`` (``async``/``await`` removed, asyncio
+and httpx's async names swapped for their synchronous twins). Edit the asyncio source, then
+run the script; ``tests/client/test_parity.py`` fails when the generated file is stale."""
 
 import time
 from typing import Any
 
 import httpx
 
-from powercontext.client import _core
-from powercontext.client.types import (
+from powercontext_client import _core
+from powercontext_client.types import (
     ArtifactCandidate,
     ArtifactCandidates,
     ArtifactRef,
@@ -28,16 +34,18 @@ from powercontext.client.types import (
 
 
 class PowerContextClient:
-    """A PowerContext API client: one method per HTTP operation.
+    """A PowerContext API client: one method per HTTP operation (awaitable in the
+    asyncio client ``AsyncPowerContextClient``, plain in ``PowerContextClient``).
 
     ``base_url`` defaults to ``$POWERCONTEXT_URL``, else ``http://127.0.0.1:8000``;
     ``token`` to ``$POWERCONTEXT_API_TOKEN`` (none: the local server without a token).
     ``timeout`` is in seconds (or an ``httpx.Timeout``) and applies to every call.
     Idempotent operations are retried up to ``max_retries`` times on a connection failure
-    or a 503; writes never are. Errors are ``powercontext.client.errors`` exceptions.
+    or a 503; writes never are. Errors are ``powercontext_client.errors`` exceptions.
 
-    Use it as a context manager, or call ``close()``; pass ``http_client`` to bring your
-    own ``httpx.Client`` (then it is yours to close).
+    Use it as a context manager (``async with`` for the asyncio client), or close it
+    (``aclose()`` / ``close()``); pass ``http_client`` to bring your own ``httpx`` client
+    (``httpx.AsyncClient`` / ``httpx.Client``; then it is yours to close).
     """
 
     def __init__(
