@@ -40,7 +40,8 @@ def stem(word: str) -> str:
     """The Snowball (Porter 2) stem of an ASCII word, so "researching" finds "research";
     anything else (other scripts, words with digits or "_", identifiers) is kept as is."""
     if word.isascii() and word.isalpha():
-        return _english.stemWord(word)
+        stemmed: str = _english.stemWord(word)
+        return stemmed
     return word
 
 

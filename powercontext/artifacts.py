@@ -118,4 +118,5 @@ def head_advance(
 
 
 def revision_content(revision: ArtifactRevision) -> dict[str, Any]:
-    return json.loads(revision.content)
+    content: dict[str, Any] = json.loads(revision.content)
+    return content

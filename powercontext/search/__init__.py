@@ -81,4 +81,5 @@ _BACKENDS = {
 def search_backend() -> SearchBackend:
     """The backend for the default database (``POWERCONTEXT_SEARCH_BACKEND`` overrides)."""
     path = getattr(settings, "POWERCONTEXT_SEARCH_BACKEND", None) or _BACKENDS[connection.vendor]
-    return import_string(path)()
+    backend: SearchBackend = import_string(path)()
+    return backend

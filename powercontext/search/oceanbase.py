@@ -16,11 +16,18 @@ the spaces, exactly as FTS5 splits them on SQLite. Quirks that bite:
   as a bound parameter, in natural-language mode (no operators).
 """
 
+from typing import TYPE_CHECKING, cast
+
 from django.db import connection
 
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactHead
 from powercontext.search import RankedArtifact, RankedHit
+
+if TYPE_CHECKING:
+    from powercontext.db.backends.oceanbase.schema import (
+        DatabaseSchemaEditor as OceanBaseSchemaEditor,
+    )
 
 MEMORY_TABLE = "memory_memoryactiveentry"
 MEMORY_FULLTEXT_INDEX = "memory_activeentry_ft"
@@ -115,4 +122,6 @@ class OceanBaseSearchBackend:
 
 def _create_fulltext_index(table: str, index: str) -> None:
     with connection.schema_editor() as editor:
+        # This backend runs only on OceanBase, whose schema editor builds the index DDL.
+        editor = cast("OceanBaseSchemaEditor", editor)
         editor.execute(editor.fulltext_index_sql(table, index, ["searchable_text"]))

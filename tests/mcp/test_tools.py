@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from mcp import Client
 
 from experience import services as experience_services
-from powercontext_client import errors
 from powercontext.mcp.server import TOOL_NAMES, build_server
+from powercontext_client import errors
 
 from .conftest import call, http_client
 
