@@ -4,10 +4,13 @@ the ``experience`` family of ``powercontext.maintenance``.
 Derived: the ``searchable_text`` on each ``experience`` head (from the head revision's
 content), the per-scope term statistics and the Experience full-text index (from the
 heads). Authoritative: the Experience revisions and the candidates that produced them.
+A head revision whose hash does not verify is never derived from: its head carries an
+empty searchable_text (it matches nothing) and it counts in no term statistics.
 """
 
+import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.db import connection, transaction
@@ -15,7 +18,7 @@ from django.db import connection, transaction
 from experience.models import Candidate, CandidateStatus, ExperienceTermStat
 from experience.term_stats import term_stats_expected, term_stats_rebuild
 from experience.values import EXPERIENCE_FAMILY, Proposal, searchable_text
-from powercontext.artifacts import revision_content
+from powercontext.artifacts import GENESIS_HASH, chain_hash
 from powercontext.maintenance import CheckResult, Progress, RebuildReport
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.search import search_backend
@@ -26,42 +29,99 @@ def experience_rebuild(
     *, scope_id: str | None = None, chunk_size: int = 1000, progress: Progress | None = None
 ) -> RebuildReport:
     """Rewrite the Experience heads' searchable_text from their head revisions and the
-    term statistics from the heads, for one scope or all, then the full-text index from
-    the heads, in one transaction (a reader sees the old state or the new one, never a
+    term statistics from the heads, for one scope or all, then the full-text index rows of
+    those heads, in one transaction (a reader sees the old state or the new one, never a
     partial index). Idempotent.
 
-    The index is always rebuilt as a whole, from every scope's heads: it is one
-    structure, and a scope's rows cannot be told from another's stray ones. The heads
-    are few (one per approved lesson) and read at once, so ``chunk_size`` is unused.
+    Only a head revision that verifies (``head_contents``) is indexed: one that fails is
+    left out of the searchable_text, the term statistics and the index, and reported by
+    id. The heads are few (one per approved lesson) and read at once, so ``chunk_size``
+    is unused.
     """
     started = time.monotonic()
     backend = search_backend()
-    if not connection.features.can_rollback_ddl and backend.experience_index_status():
+    recreate = backend.experience_index_status()
+    if not connection.features.can_rollback_ddl and recreate:
         # OceanBase commits DDL implicitly: a missing index is created before the
         # transaction (it covers the heads already there), never inside it.
         backend.experience_rebuild()
+    unverified: list[tuple[str, str]] = []
     with transaction.atomic():
         heads = list(_heads(scope_id).select_for_update().order_by("pk"))
         texts = []
-        for head in heads:
-            text = searchable_text(Proposal.from_payload(_head_content(head)))
-            texts.append((head.scope_id, text))
+        for head, content in head_contents(heads):
+            if isinstance(content, dict):
+                text = searchable_text(Proposal.from_payload(content))
+                texts.append((head.scope_id, text))
+            else:
+                unverified.append((head.scope_id, f"{head.artifact_id}@{head.revision}"))
+                text = ""
             if text != head.searchable_text:
                 ArtifactHead.objects.filter(pk=head.pk, revision=head.revision).update(
                     searchable_text=text
                 )
         term_stats_rebuild(texts, scope_id=scope_id)
-        backend.experience_rebuild()
+        # A recreated index is filled for every scope: it was empty.
+        backend.experience_rebuild(None if recreate else scope_id)
     if progress:
         progress(len(heads), len(heads))
+    if recreate:
+        index = f"recreated ({recreate})"
+    else:
+        index = "rebuilt" if scope_id is None else "rebuilt for this scope"
     return RebuildReport(
         "experience",
         scopes=len({head.scope_id for head in heads}),
         entries=len(heads),
         unit="approved heads",
-        index="rebuilt (all scopes)",
+        index=index,
         seconds=time.monotonic() - started,
+        unverified=unverified,
     )
+
+
+def head_contents(heads: list[ArtifactHead]) -> Iterator[tuple[ArtifactHead, dict | str]]:
+    """Each head with its head revision's content, or with why it may not be used:
+    the revision is missing, its hash does not recompute from its content, its
+    previous_hash is not its predecessor's hash, or its content is not a proposal."""
+    wanted = {(head.scope_id, head.artifact_id): head.revision for head in heads}
+    scopes = {head.scope_id for head in heads}
+    found: dict[tuple[str, str, int], tuple[str, str, str]] = {}
+    if heads:
+        # Streamed: only each head revision and its predecessor are kept.
+        rows = ArtifactRevision.objects.filter(family=EXPERIENCE_FAMILY)
+        if len(scopes) == 1:
+            rows = rows.filter(scope_id=next(iter(scopes)))
+        for scope, artifact, number, content, previous, own in rows.values_list(
+            "scope_id", "artifact_id", "revision", "content", "previous_hash", "revision_hash"
+        ).iterator(chunk_size=2000):
+            head_revision = wanted.get((scope, artifact))
+            if head_revision is not None and number in (head_revision, head_revision - 1):
+                found[(scope, artifact, number)] = (content, previous, own)
+    for head in heads:
+        row = found.get((head.scope_id, head.artifact_id, head.revision))
+        if row is None:
+            yield head, "head names a missing revision"
+            continue
+        content, previous, own = row
+        if chain_hash(previous, content) != own:
+            yield head, "head revision's revision_hash does not match its content"
+            continue
+        if head.revision == 1:
+            predecessor_hash: str | None = GENESIS_HASH
+        else:
+            prior = found.get((head.scope_id, head.artifact_id, head.revision - 1))
+            predecessor_hash = prior[2] if prior else None
+        if previous != predecessor_hash:
+            yield head, "head revision's previous_hash does not match the prior revision"
+            continue
+        try:
+            payload = json.loads(content)
+            Proposal.from_payload(payload)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            yield head, "head revision's content is not a proposal"
+            continue
+        yield head, payload
 
 
 def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
@@ -87,14 +147,16 @@ def experience_index_status() -> str | None:
 
 
 def _check_heads(scope_id: str | None, result: CheckResult) -> list[tuple[str, str]]:
-    """Check each head's searchable_text; return (scope_id, expected text) per head."""
+    """Check each head's revision and searchable_text; return (scope_id, expected text)
+    per head whose revision verifies (only those are indexed)."""
     texts = []
-    for head in _heads(scope_id).order_by("pk"):
+    for head, content in head_contents(list(_heads(scope_id).order_by("pk"))):
         result.checked += 1
-        try:
-            content = _head_content(head)
-        except ArtifactRevision.DoesNotExist:
-            result.add(head.scope_id, head.artifact_id, "head names a missing revision")
+        if not isinstance(content, dict):
+            where = f"{head.artifact_id}@{head.revision}"
+            result.add(head.scope_id, where, f"{content}: it may not be indexed")
+            if head.searchable_text:
+                result.add(head.scope_id, head.artifact_id, "head is indexed from it all the same")
             continue
         text = searchable_text(Proposal.from_payload(content))
         texts.append((head.scope_id, text))
@@ -147,14 +209,3 @@ def _heads(scope_id: str | None) -> Any:
 def _scoped(model: Any, scope_id: str | None) -> Any:
     queryset = model.objects.all()
     return queryset if scope_id is None else queryset.filter(scope_id=scope_id)
-
-
-def _head_content(head: ArtifactHead) -> dict:
-    return revision_content(
-        ArtifactRevision.objects.get(
-            scope_id=head.scope_id,
-            family=EXPERIENCE_FAMILY,
-            artifact_id=head.artifact_id,
-            revision=head.revision,
-        )
-    )

@@ -13,7 +13,8 @@ none repairs anything. The artifact hash chain itself is the kernel's check
 - ``memory.changes``: each revision's recorded changes are exactly the manifest rows
   that open and close at that revision, and the versions it creates;
 - ``memory.projection``: the active-entry projection equals what the manifest says
-  (missing, extra and stale rows);
+  (missing, extra and stale rows), leaving out versions that fail their content hash
+  (a row for one is a finding: it would serve altered text);
 - ``memory.term_stats``: the per-scope term statistics count exactly the active
   entries' terms;
 - ``memory.fulltext``: the full-text index agrees with the projection (FTS5
@@ -49,9 +50,11 @@ def memory_check(*, scope_id: str | None = None) -> list[CheckResult]:
     scopes = set(memory_scopes(scope_id))
     # A scope may have a head and revisions but lost every manifest row and version.
     heads = ArtifactHead.objects.filter(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
-    if scope_id is None:
-        scopes |= set(heads.values_list("scope_id", flat=True))
-        scopes |= set(MemoryEntryVersion.objects.values_list("scope_id", flat=True).distinct())
+    versions_of = MemoryEntryVersion.objects.all()
+    if scope_id is not None:
+        heads, versions_of = heads.filter(scope_id=scope_id), versions_of.filter(scope_id=scope_id)
+    scopes |= set(heads.values_list("scope_id", flat=True))
+    scopes |= set(versions_of.values_list("scope_id", flat=True).distinct())
     for scope in sorted(scopes):
         # One snapshot per scope: a write committing meanwhile cannot show up in one
         # table and not yet in another, which would read as a false finding.
@@ -243,8 +246,14 @@ def _check_projection(scope: str, result: CheckResult, terms: CheckResult) -> No
             result.add(scope, entry_id, "active entry missing from the projection")
         for _, entry_id, _, differing in diff.stale:
             result.add(scope, entry_id, f"projection row is stale ({', '.join(differing)})")
+        # An active entry whose version fails its content hash (memory.versions says
+        # which) must not be projected: a row it still has would serve altered text.
+        unverified = {entry_id for entry_id, _ in diff.unverified}
         for _, entry_id in diff.extra:
-            result.add(scope, entry_id, "projection row for an entry that is not active")
+            if entry_id in unverified:
+                result.add(scope, entry_id, "projection row for a version that fails verification")
+            else:
+                result.add(scope, entry_id, "projection row for an entry that is not active")
     differences = term_stats_diff(scope, expected)
     terms.checked += len(expected)
     for term, (stored, count) in sorted(differences.items()):

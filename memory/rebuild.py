@@ -5,6 +5,12 @@ The authoritative answer to "what is active in scope S" is S's open manifest row
 (``valid_to`` NULL) in state ``active``, joined to their immutable versions; each
 projection row must equal ``memory.services.projection_values`` of that version.
 
+Only versions that verify (``memory.services.version_verifies``: the content_hash
+recomputes from the stored content) are projected. A version altered in the database is
+left out of the projection, and so of the full-text index and the term statistics, and
+reported by id: a rebuild never makes tampered text searchable (``check_integrity``
+keeps reporting the version itself).
+
 A rebuild compares the two in chunks of entries (a merge over ``entry_id``, so memory
 stays bounded by the chunk size) and writes only the rows that differ: missing rows are
 inserted, stale ones updated, extra ones deleted. The FTS5 triggers carry each fix into
@@ -29,7 +35,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.models import ManifestState, MemoryActiveEntry, MemoryManifestRow, MemoryTermStat
-from memory.services import projection_values
+from memory.services import projection_values, version_verifies
 from memory.term_stats import expected_term_stats
 from powercontext.maintenance import Progress, RebuildReport
 from powercontext.search import search_backend
@@ -52,14 +58,18 @@ class ChunkDiff:
     # The searchable_text of every active entry of the chunk, as it must be: what the
     # scope's term statistics are counted from.
     searchable_texts: list[str] = field(default_factory=list)
+    # (entry_id, entry_version_id) of active entries whose version fails verification:
+    # not projected (a projection row they still have is in ``extra``).
+    unverified: list[tuple[str, str]] = field(default_factory=list)
 
 
 def memory_scopes(scope_id: str | None = None) -> list[str]:
-    """Scopes with any Memory state: a manifest, or (stray) projection rows."""
-    if scope_id is not None:
-        return [scope_id]
-    scopes = set(MemoryManifestRow.objects.values_list("scope_id", flat=True).distinct())
-    scopes |= set(MemoryActiveEntry.objects.values_list("scope_id", flat=True).distinct())
+    """Scopes with any Memory state: a manifest, or (stray) projection rows or term
+    statistics. With ``scope_id``: that scope, if it has any."""
+    scopes: set[str] = set()
+    for model in (MemoryManifestRow, MemoryActiveEntry, MemoryTermStat):
+        rows = model.objects.all() if scope_id is None else model.objects.filter(scope_id=scope_id)
+        scopes |= set(rows.values_list("scope_id", flat=True).distinct())
     return sorted(scopes)
 
 
@@ -89,8 +99,15 @@ def projection_diff(scope_id: str, chunk_size: int) -> Iterator[ChunkDiff]:
         )
         last_chunk = len(rows) < chunk_size
         expected: dict[str, dict[str, Any]] = {}
+        unverified: list[tuple[str, str]] = []
+        seen: set[str] = set()
         for row in rows:
-            if row.entry_id not in expected:
+            if row.entry_id in seen:
+                continue
+            seen.add(row.entry_id)
+            if not version_verifies(row.entry_version):
+                unverified.append((row.entry_id, row.entry_version_id))
+            else:
                 values = projection_values(row.entry_version)
                 values["entry_version_id"] = values.pop("entry_version").entry_version_id
                 expected[row.entry_id] = values
@@ -98,8 +115,9 @@ def projection_diff(scope_id: str, chunk_size: int) -> Iterator[ChunkDiff]:
         if not last_chunk:
             actual = actual.filter(entry_id__lte=rows[-1].entry_id)
         diff = ChunkDiff(
-            checked=len(expected),
+            checked=len(seen),
             searchable_texts=[values["searchable_text"] for values in expected.values()],
+            unverified=unverified,
         )
         for row in actual.order_by("entry_id").values("id", "entry_id", *PROJECTED_FIELDS):
             want = expected.pop(row["entry_id"], None)
@@ -212,6 +230,7 @@ def memory_rebuild(
             expected_terms: Counter[str] = Counter()
             for diff in projection_diff(scope, chunk_size):
                 _apply(scope, diff, report)
+                report.unverified.extend((scope, version) for _, version in diff.unverified)
                 expected_terms.update(expected_term_stats(diff.searchable_texts))
                 report.entries += diff.checked
                 if progress:

@@ -12,6 +12,7 @@ A writer that loses the compare-and-swap retries from a fresh read when the call
 not pin a revision, so concurrent writers in one scope never lose or duplicate a write.
 """
 
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from powercontext.artifacts import (
     revision_append,
     tagged_sha256,
 )
-from powercontext.exceptions import MemoryEntryInactive, RevisionConflict
+from powercontext.exceptions import MemoryEntryInactive, PowerContextError, RevisionConflict
 
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
 # Enough for heavy contention on one scope; each retry starts from a fresh read.
@@ -74,6 +75,31 @@ def content_hash(*, kind: str, text: str, source_refs: list, artifact_refs: list
         {"kind": kind, "text": text, "source_refs": source_refs, "artifact_refs": artifact_refs}
     )
     return tagged_sha256(_ENTRY_DOMAIN, canonical)
+
+
+class MemoryVersionUnverified(PowerContextError):
+    """A stored version no longer matches its content_hash (it was altered outside the
+    server), so it may not enter the projection: a server-side fault, not the caller's."""
+
+    default_message = (
+        "A stored memory version fails its integrity check; run manage.py check_integrity."
+    )
+
+
+def version_verifies(version: MemoryEntryVersion) -> bool:
+    """True when the version's content_hash recomputes from its stored content. Every
+    path into the projection (a write, a rebuild) goes through this, so text altered in
+    the database is never made searchable."""
+    try:
+        expected = content_hash(
+            kind=version.kind,
+            text=version.text,
+            source_refs=json.loads(version.source_refs),
+            artifact_refs=json.loads(version.artifact_refs),
+        )
+    except (ValueError, TypeError):
+        return False
+    return expected == version.content_hash
 
 
 def memory_remember(
@@ -284,6 +310,9 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
         existing.delete()
         term_stats_adjust(scope_id=version.scope_id, removed=previous_text, added=None)
         return
+    # A reactivation brings back a stored version: verify it rather than trust it.
+    if not version_verifies(version):
+        raise MemoryVersionUnverified()
     values = projection_values(version)
     if previous_text is None:
         MemoryActiveEntry.objects.create(

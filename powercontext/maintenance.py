@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.apps import apps
 from django.utils.module_loading import import_string
 
 from powercontext.artifacts import GENESIS_HASH, chain_hash
@@ -72,6 +73,10 @@ class RebuildReport:
     seconds: float = 0.0
     # Rows repaired in the family's other derived tables, by name.
     derived: dict[str, int] = field(default_factory=dict)
+    # Authoritative rows that fail verification (a content hash that does not recompute)
+    # and were therefore left out of every projection and index: (scope_id, id). Ids
+    # only, never content.
+    unverified: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -135,6 +140,17 @@ def check(*, scope_id: str | None = None) -> list[CheckResult]:
     for family in FAMILIES:
         results.extend(family.load("check")(scope_id=scope_id))
     return results
+
+
+def scope_has_data(scope_id: str) -> bool:
+    """True when any table (of any app) has a row in ``scope_id``: authoritative or
+    derived, so a scope holding only stray projection rows still counts. Lets the
+    commands tell an unknown (mistyped) scope from a healthy one."""
+    return any(
+        model._default_manager.filter(scope_id=scope_id).exists()
+        for model in apps.get_models()
+        if any(field.name == "scope_id" for field in model._meta.concrete_fields)
+    )
 
 
 def missing_indexes() -> dict[str, str]:

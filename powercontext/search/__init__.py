@@ -67,8 +67,10 @@ class SearchBackend(Protocol):
         """None when the Experience index is usable, else a short reason."""
         ...
 
-    def experience_rebuild(self) -> None:
-        """Rebuild the Experience index from the ``experience`` heads' searchable_text."""
+    def experience_rebuild(self, scope_id: str | None = None) -> None:
+        """Rebuild the Experience index from the ``experience`` heads' searchable_text,
+        of one scope (None: every scope, and always every scope when the index had to be
+        recreated). A head with an empty searchable_text is left out."""
         ...
 
 

@@ -112,9 +112,9 @@ class OceanBaseSearchBackend:
             return None
         return f"missing FULLTEXT index {HEAD_FULLTEXT_INDEX}"
 
-    def experience_rebuild(self) -> None:
-        """Heads' searchable_text is rewritten by the Experience rebuild; only a missing
-        index is (re)created here."""
+    def experience_rebuild(self, scope_id: str | None = None) -> None:
+        """Heads' searchable_text is rewritten by the Experience rebuild (an empty one
+        never matches); only a missing index is (re)created here, for every scope."""
         if self.experience_index_status() is None:
             return
         _create_fulltext_index(ArtifactHead._meta.db_table, HEAD_FULLTEXT_INDEX)

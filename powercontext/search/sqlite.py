@@ -156,26 +156,48 @@ class SqliteSearchBackend:
             present = cursor.fetchone() is not None
         return None if present else f"missing full-text table: {EXPERIENCE_FTS}"
 
-    def experience_rebuild(self) -> None:
-        """Replace the index with the current ``experience`` heads (recreating the table
-        with the DDL of migration ``experience.0002`` when it is missing). Callers run this
-        in one transaction, so under WAL a reader sees the old index or the new one, never
-        a partial one."""
+    def experience_rebuild(self, scope_id: str | None = None) -> None:
+        """Replace the index rows of one scope's (or every) ``experience`` head with the
+        heads' current searchable_text (recreating the table with the DDL of migration
+        ``experience.0002`` when it is missing, then for every scope). Callers run this in
+        one transaction, so under WAL a reader sees the old index or the new one, never a
+        partial one."""
         fts = connection.ops.quote_name(EXPERIENCE_FTS)
-        heads = ArtifactHead.objects.filter(family=EXPERIENCE_FAMILY).values_list(
-            "id", "scope_id", "artifact_id", "revision", "searchable_text"
-        )
+        heads = ArtifactHead.objects.filter(family=EXPERIENCE_FAMILY).exclude(searchable_text="")
         with connection.cursor() as cursor:
             if self.experience_index_status() is not None:
                 ddl = import_module("experience.migrations.0002_fulltext_sqlite")
                 for statement in (*ddl.REVERSE, *ddl.FORWARD):
                     cursor.execute(statement)
-            cursor.execute(f"DELETE FROM {fts}")  # noqa: S608
+                scope_id = None
+            if scope_id is None:
+                cursor.execute(f"DELETE FROM {fts}")  # noqa: S608
+            else:
+                # The scope's heads' rows, and any row carrying the scope's token (a
+                # stray one would otherwise match inside the scope).
+                head_ids = list(
+                    ArtifactHead.objects.filter(
+                        family=EXPERIENCE_FAMILY, scope_id=scope_id
+                    ).values_list("id", flat=True)
+                )
+                cursor.execute(
+                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH %s",  # noqa: S608
+                    [f"scope_token : {_quoted(scope_token(scope_id))}"],
+                )
+                doomed = sorted(set(head_ids) | {row[0] for row in cursor.fetchall()})
+                for start in range(0, len(doomed), 500):
+                    batch = doomed[start : start + 500]
+                    marks = ", ".join(["%s"] * len(batch))
+                    cursor.execute(f"DELETE FROM {fts} WHERE rowid IN ({marks})", batch)  # noqa: S608
+                heads = heads.filter(scope_id=scope_id)
+            heads = heads.values_list(
+                "id", "scope_id", "artifact_id", "revision", "searchable_text"
+            )
             cursor.executemany(
                 f"INSERT INTO {fts}(rowid, scope_token, searchable_text, artifact_id, revision) "  # noqa: S608
                 "VALUES (%s, %s, %s, %s, %s)",
                 [
-                    (head_id, scope_token(scope_id), text, artifact_id, revision)
-                    for head_id, scope_id, artifact_id, revision, text in heads.iterator()
+                    (head_id, scope_token(scope), text, artifact_id, revision)
+                    for head_id, scope, artifact_id, revision, text in heads.iterator()
                 ],
             )

@@ -265,10 +265,11 @@ def test_edited_version_text_fails_its_content_hash(seeded):
     assert problems["memory.versions"] == [
         f"memory.versions: [scope-a] {version_id}: content_hash does not match its content"
     ]
-    # The projection was derived from the old text, so it is stale too.
-    assert any(
-        "stale (kind_text_hash, searchable_text)" in item for item in problems["memory.projection"]
-    )
+    # The projection still serves the entry: it must not (a rebuild removes the row).
+    assert problems["memory.projection"] == [
+        f"memory.projection: [scope-a] {seeded['third']['citation']['entry_id']}: "
+        "projection row for a version that fails verification"
+    ]
 
 
 def test_a_broken_version_chain(seeded):

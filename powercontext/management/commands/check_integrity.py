@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from powercontext import maintenance
+from powercontext.startup import require_migrated
 
 # Findings printed per check at the default verbosity; --verbosity 2 prints all.
 _SHOWN_PER_CHECK = 20
@@ -12,13 +13,21 @@ class Command(BaseCommand):
     help = (
         "Verify the revision hash chains, that every manifest resolves to existing "
         "immutable versions, content hashes, and that every projection and full-text "
-        "index equals what the authoritative tables say. Exits non-zero on any finding."
+        "index equals what the authoritative tables say. Exits non-zero on any finding, "
+        "on a scope no table has a row in, and on a database that is not migrated."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--scope", help="Check only this scope (the index check is global).")
+        parser.add_argument(
+            "--scope",
+            help="Check only this scope (the index check is global); an unknown one fails.",
+        )
 
     def handle(self, *args, scope, verbosity, **options):
+        require_migrated("check")
+        if scope is not None and not maintenance.scope_has_data(scope):
+            # Not a pass: a mistyped scope must not read as a healthy one.
+            raise CommandError(f"Unknown scope {scope!r}: no table has a row in it.")
         results = maintenance.check(scope_id=scope)
         failures = sum(len(result.findings) for result in results)
         if verbosity >= 1:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from powercontext import maintenance
 from powercontext.maintenance import Progress
+from powercontext.startup import require_migrated
 
 _BAR_WIDTH = 30
 # Redrawing more often than this only costs time.
@@ -43,11 +44,16 @@ class Command(BaseCommand):
     help = (
         "Rebuild every derived projection and full-text index from the authoritative "
         "tables, in one transaction per family: readers keep seeing the old index until "
-        "it commits. Idempotent; safe while the server is serving (writers wait)."
+        "it commits. Idempotent; safe while the server is serving (writers wait). Rows "
+        "whose content fails verification are left out of every projection and index and "
+        "listed by id; the command then exits non-zero."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--scope", help="Rebuild only this scope's projection rows.")
+        parser.add_argument(
+            "--scope",
+            help="Rebuild only this scope's derived rows, of every family; an unknown one fails.",
+        )
         parser.add_argument(
             "--chunk-size",
             type=int,
@@ -58,6 +64,10 @@ class Command(BaseCommand):
     def handle(self, *args, scope, chunk_size, verbosity, **options):
         if chunk_size < 1:
             raise CommandError("--chunk-size must be at least 1.")
+        require_migrated("rebuild")
+        if scope is not None and not maintenance.scope_has_data(scope):
+            # Not "complete": a mistyped scope must not read as a repaired one.
+            raise CommandError(f"Unknown scope {scope!r}: no table has a row in it.")
         bars: list[ProgressBar] = []
 
         def progress(family: str) -> Progress | None:
@@ -71,8 +81,22 @@ class Command(BaseCommand):
         finally:
             for bar in bars:
                 bar.close()
-        if verbosity < 1:
-            return
+        unverified = [
+            (report.family, scope_id, subject)
+            for report in reports
+            for scope_id, subject in report.unverified
+        ]
+        if verbosity >= 1:
+            self._print(reports, unverified)
+        if unverified:
+            # Committed: everything that verifies is rebuilt. The rest needs a person.
+            raise CommandError(
+                f"{len(unverified)} authoritative row(s) fail verification and were left out "
+                "of every projection and index (ids above; `manage.py check_integrity` "
+                "reports them): the history was altered outside the server."
+            )
+
+    def _print(self, reports, unverified) -> None:
         for report in reports:
             rate = report.entries / report.seconds if report.seconds else 0.0
             derived = "".join(
@@ -84,8 +108,17 @@ class Command(BaseCommand):
                 f"{report.inserted} inserted, {report.updated} updated, "
                 f"{report.deleted} deleted{derived}; full-text index: {report.index}."
             )
+        for family, scope_id, subject in unverified:
+            self.stdout.write(
+                self.style.ERROR(
+                    f"  - {family}: [{scope_id}] {subject}: fails verification, left out"
+                )
+            )
         changed = sum(report.changed for report in reports)
         message = "Rebuild complete: " + (
             f"{changed} projection row(s) repaired." if changed else "projections were up to date."
         )
-        self.stdout.write(self.style.SUCCESS(message))
+        if unverified:
+            self.stdout.write(self.style.ERROR(message))
+        else:
+            self.stdout.write(self.style.SUCCESS(message))
