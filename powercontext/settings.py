@@ -35,6 +35,8 @@ DEBUG = os.environ.get("POWERCONTEXT_DEBUG") == "1"
 ALLOWED_HOSTS = ["*"]
 
 INSTALLED_APPS = [
+    # First: its createsuperuser (migrate, then Django's) overrides django.contrib.auth's.
+    "powercontext",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -43,7 +45,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
-    "powercontext",
     "memory",
     "experience",
     "contextpack",

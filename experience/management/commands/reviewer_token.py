@@ -4,6 +4,7 @@ reviewer's personal API token."""
 from django.core.management.base import BaseCommand, CommandError
 
 from experience.services import ReviewerNotFound, reviewer_token_issue, reviewer_token_revoke
+from powercontext.startup import migrate_if_needed
 
 
 class Command(BaseCommand):
@@ -22,6 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--revoke", action="store_true", help="Revoke the user's token.")
 
     def handle(self, *args, username, create, revoke, verbosity, **options):
+        migrate_if_needed(stderr=self.stderr)  # works before the first `serve` too
         if revoke:
             if not reviewer_token_revoke(username=username):
                 raise CommandError(f"{username} has no reviewer token.")

@@ -115,10 +115,10 @@ class Command(BaseCommand):
                 )
             )
         changed = sum(report.changed for report in reports)
-        message = "Rebuild complete: " + (
+        repaired = (
             f"{changed} projection row(s) repaired." if changed else "projections were up to date."
         )
         if unverified:
-            self.stdout.write(self.style.ERROR(message))
+            self.stdout.write(self.style.ERROR(f"Rebuild left rows out: {repaired}"))
         else:
-            self.stdout.write(self.style.SUCCESS(message))
+            self.stdout.write(self.style.SUCCESS(f"Rebuild complete: {repaired}"))
