@@ -190,14 +190,12 @@ class SqliteSearchBackend:
                     marks = ", ".join(["%s"] * len(batch))
                     cursor.execute(f"DELETE FROM {fts} WHERE rowid IN ({marks})", batch)  # noqa: S608
                 heads = heads.filter(scope_id=scope_id)
-            heads = heads.values_list(
-                "id", "scope_id", "artifact_id", "revision", "searchable_text"
-            )
+            rows = heads.values_list("id", "scope_id", "artifact_id", "revision", "searchable_text")
             cursor.executemany(
                 f"INSERT INTO {fts}(rowid, scope_token, searchable_text, artifact_id, revision) "  # noqa: S608
                 "VALUES (%s, %s, %s, %s, %s)",
                 [
                     (head_id, scope_token(scope), text, artifact_id, revision)
-                    for head_id, scope, artifact_id, revision, text in heads.iterator()
+                    for head_id, scope, artifact_id, revision, text in rows.iterator()
                 ],
             )
