@@ -46,7 +46,8 @@ def migrate_if_needed(*, stderr: TextIO) -> None:
 def require_migrated(nothing_to: str) -> None:
     """Raise CommandError (one line, exit status 1) when the database is not migrated:
     for the commands that read what is there (``check_integrity``, ``rebuild_index``)
-    and have nothing to do on an empty data directory. ``nothing_to``: "check"..."""
+    and have nothing to do on an empty data directory. ``nothing_to`` says what the
+    command would do ("check", "rebuild")."""
     executor = MigrationExecutor(connection)
     pending = len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
     if not pending:
