@@ -2,14 +2,19 @@
 """Register (or remove) the PowerContext UserPromptSubmit hook for Codex or Claude Code.
 
     python3 hooks/install.py --agent codex                   # ~/.codex/hooks.json
-    python3 hooks/install.py --agent claude --scope project  # <repo>/.claude/settings.json
+    python3 hooks/install.py --agent claude --scope project  # <repo>/.claude/settings.local.json
     python3 hooks/install.py --agent codex --dry-run         # show, write nothing
     python3 hooks/install.py --agent codex --uninstall
 
 Merges into an existing file without touching other settings or hooks: the PowerContext
 handler is appended as its own matcher group (Codex keys hook trust by position, so
 groups already there keep their place), replaced in place when its command changed, and
-left alone when it is already there. Standard library only, Python 3.9+.
+left alone when it is already there. The command names this machine's interpreter and
+checkout, so a project-scope install goes to a file git does not commit: Claude Code's
+``.claude/settings.local.json``, Codex's ``.codex/hooks.json`` (refused when the
+repository tracks it), each added to ``.git/info/exclude`` unless git already ignores it.
+For a hook a team can commit, use the plugins (plugins/README.md). Standard library only,
+Python 3.9+.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -53,12 +59,53 @@ def settings_path(agent: str, scope: str, home: str, project_dir: str) -> str:
         root = find_project_root(project_dir)
         if agent == "codex":
             return os.path.join(root, ".codex", "hooks.json")
-        return os.path.join(root, ".claude", "settings.json")
+        # Claude Code's local project settings: never committed (settings.json is the
+        # team's file, and the command holds this machine's paths).
+        return os.path.join(root, ".claude", "settings.local.json")
     if agent == "codex":
         base = os.environ.get("CODEX_HOME") or os.path.join(home, ".codex")
         return os.path.join(base, "hooks.json")
     base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
     return os.path.join(base, "settings.json")
+
+
+def git(root: str, *args: str) -> subprocess.CompletedProcess | None:
+    """Run git in ``root``; None when there is no git to ask."""
+    try:
+        return subprocess.run(
+            ["git", "-C", root, *args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def keep_out_of_git(path: str, write: bool) -> str | None:
+    """Make sure git will not commit ``path`` (a project-scope settings file). Refuses a
+    file the repository tracks; adds an untracked, unignored one to .git/info/exclude
+    (local to this clone, so nothing to commit either). Returns what it did, or None."""
+    root = find_project_root(os.path.dirname(path))
+    relative = os.path.relpath(path, root).replace(os.sep, "/")
+    tracked = git(root, "ls-files", "--error-unmatch", "--", relative)
+    if tracked is None or tracked.returncode not in (0, 1):
+        return None  # no git, or not a repository: nothing can commit the file
+    if tracked.returncode == 0:
+        raise InstallError(
+            f"{relative} is tracked by git, so this machine's hook command would be committed"
+            " for the whole team; nothing was changed. Install the plugin instead"
+            " (plugins/README.md), or use --scope user"
+        )
+    ignored = git(root, "check-ignore", "-q", "--", relative)
+    if ignored is not None and ignored.returncode == 0:
+        return None
+    found = git(root, "rev-parse", "--git-path", "info/exclude")
+    if found is None or found.returncode != 0:
+        return None
+    exclude = os.path.join(root, found.stdout.strip())
+    if write:
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as handle:
+            handle.write(f"/{relative}\n")
+    return f"added /{relative} to {exclude} so git never commits it"
 
 
 def default_python() -> str:
@@ -251,7 +298,7 @@ def run(argv: list[str] | None = None, out=None) -> int:
         choices=("user", "project"),
         default="user",
         help="user: ~/.codex/hooks.json or ~/.claude/settings.json (default); project: the"
-        " repository's .codex/hooks.json or .claude/settings.json",
+        " repository's .codex/hooks.json or .claude/settings.local.json, kept out of git",
     )
     parser.add_argument(
         "--project-dir", default=os.getcwd(), help="a directory in the project (default: cwd)"
@@ -269,6 +316,9 @@ def run(argv: list[str] | None = None, out=None) -> int:
     path = settings_path(args.agent, args.scope, args.home, args.project_dir)
     try:
         data, existed = load(path)
+        ignore_note = None
+        if args.scope == "project" and not args.uninstall:
+            ignore_note = keep_out_of_git(path, write=not args.dry_run)
     except InstallError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -292,6 +342,8 @@ def run(argv: list[str] | None = None, out=None) -> int:
         )
     if change != "unchanged" and not args.dry_run:
         write_atomically(path, render(new))
+    if ignore_note:
+        print(("Would have " if args.dry_run else "Also ") + ignore_note, file=out)
     if not args.uninstall:
         print(f"The hook command {verb}: {command}", file=out)
     print("Next:", file=out)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -351,3 +353,81 @@ def hook(tmp_path):
     call.workdir = workdir  # type: ignore[attr-defined]
     call.home = home  # type: ignore[attr-defined]
     return call
+
+
+# ------------------------------------------------------------------- live server
+
+
+LIVE_TOKEN = "live-test-token-0123456789abcdef"
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def live_post(base, path, body):
+    """POST JSON to the live server with the agents' token: (status, body)."""
+    request = urllib.request.Request(
+        base + path,
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer " + LIVE_TOKEN},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status, json.loads(response.read())
+
+
+@pytest.fixture(scope="session")
+def powercontext_server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("powercontext-home")
+    # The hook sees only HTTP, so the embedded default database serves it on every run
+    # of the suite (the OceanBase run included).
+    env = dict(
+        os.environ,
+        POWERCONTEXT_HOME=str(home),
+        POWERCONTEXT_API_TOKEN=LIVE_TOKEN,
+        DJANGO_SETTINGS_MODULE="powercontext.settings",
+    )
+    env.pop("POWERCONTEXT_DATABASE_URL", None)
+    env.pop("POWERCONTEXT_TEST_DATABASE", None)
+    manage = str(REPO_ROOT / "manage.py")
+    subprocess.run(
+        [sys.executable, manage, "migrate", "--noinput"],
+        env=env,
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    port = free_port()
+    log = open(home / "server.log", "wb")
+    server = subprocess.Popen(
+        [sys.executable, manage, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/health/ready", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except (OSError, urllib.error.URLError):
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            log.close()
+            pytest.fail("server did not become ready:\n" + (home / "server.log").read_text())
+        time.sleep(0.2)
+    yield base
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()

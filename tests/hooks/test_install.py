@@ -220,22 +220,78 @@ def test_uninstall_dry_run_keeps_the_hook(home):
     assert path.read_bytes() == before
 
 
-def test_project_scope_writes_into_the_repository(home, tmp_path):
-    project = tmp_path / "proj"
-    (project / ".git").mkdir(parents=True)
+def git_repo(path):
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=hook_env(path))
+    return path
+
+
+def untracked(project):
+    """Files git would offer to commit (untracked and not ignored)."""
+    done = subprocess.run(
+        ["git", "-C", str(project), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=hook_env(project),
+    )
+    return sorted(line[3:] for line in done.stdout.splitlines())
+
+
+def test_project_scope_writes_local_settings_git_never_commits(home, tmp_path):
+    project = git_repo(tmp_path / "proj")
     (project / "src").mkdir()
     (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_text(json.dumps({"env": {"A": "1"}}))
+    team = json.dumps({"env": {"A": "1"}})
+    (project / ".claude" / "settings.json").write_text(team)
     for agent in ("codex", "claude"):
         done = install(
             home, "--agent", agent, "--scope", "project", "--project-dir", str(project / "src")
         )
         assert done.returncode == 0, done.stderr
+        assert "info/exclude" in done.stdout
     assert read(project / ".codex" / "hooks.json")["hooks"]["UserPromptSubmit"]
-    claude = read(project / ".claude" / "settings.json")
-    assert claude["env"] == {"A": "1"}
-    assert claude["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == ours("claude")
+    # The team's file is untouched; the machine's command is in the local one.
+    assert (project / ".claude" / "settings.json").read_text() == team
+    local = read(project / ".claude" / "settings.local.json")
+    assert local["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == ours("claude")
+    assert untracked(project) == [".claude/settings.json"]
     assert not (home / ".codex").exists()
+    # A second run neither changes the file nor adds the exclude line again.
+    exclude = (project / ".git" / "info" / "exclude").read_text()
+    install(home, "--agent", "claude", "--scope", "project", "--project-dir", str(project))
+    assert (project / ".git" / "info" / "exclude").read_text() == exclude
+
+
+def test_project_scope_leaves_an_ignored_file_ignored(home, tmp_path):
+    project = git_repo(tmp_path / "proj")
+    (project / ".gitignore").write_text(".claude/settings.local.json\n")
+    done = install(home, "--agent", "claude", "--scope", "project", "--project-dir", str(project))
+    assert done.returncode == 0, done.stderr
+    assert "info/exclude" not in done.stdout
+    assert untracked(project) == [".gitignore"]
+
+
+def test_project_scope_refuses_a_tracked_settings_file(home, tmp_path):
+    project = git_repo(tmp_path / "proj")
+    hooks = project / ".codex" / "hooks.json"
+    hooks.parent.mkdir()
+    hooks.write_text(json.dumps(CODEX_HOOKS))
+    subprocess.run(["git", "-C", str(project), "add", ".codex/hooks.json"], check=True)
+    before = hooks.read_bytes()
+    done = install(home, "--agent", "codex", "--scope", "project", "--project-dir", str(project))
+    assert done.returncode == 2
+    assert "tracked by git" in done.stderr
+    assert "plugin" in done.stderr
+    assert hooks.read_bytes() == before
+
+
+def test_project_scope_outside_git_still_installs(home, tmp_path):
+    project = tmp_path / "plain"
+    project.mkdir()
+    done = install(home, "--agent", "claude", "--scope", "project", "--project-dir", str(project))
+    assert done.returncode == 0, done.stderr
+    assert (project / ".claude" / "settings.local.json").exists()
 
 
 def test_codex_home_and_claude_config_dir_are_respected(home, tmp_path):
