@@ -14,6 +14,7 @@ well, 1 when something needs fixing. Standard library only, Python 3.9+.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -151,8 +152,44 @@ def check_server(config, scope_id: str, report: Report) -> None:
         report.ok(f"prepare works ({seconds * 1000:.0f} ms): a {nbytes}-byte Context Pack")
 
 
-def installed_commands(agent: str, home: str, project_dir: str) -> list[tuple[str, str]]:
+# Where each agent keeps an installed plugin (its own copy of the plugin directory), the
+# file that holds the plugin's hooks, and the variable its command names the root with.
+PLUGIN_CACHES = {
+    "codex": ("CODEX_HOME", ".codex", "hooks/hooks.json", "${PLUGIN_ROOT}"),
+    "claude": (
+        "CLAUDE_CONFIG_DIR",
+        ".claude",
+        ".claude-plugin/plugin.json",
+        "${CLAUDE_PLUGIN_ROOT}",
+    ),
+}
+
+
+def plugin_commands(agent: str, home: str) -> list[tuple[str, str]]:
+    """(file, command with the plugin root filled in) of every installed PowerContext
+    plugin: <agent home>/plugins/cache/<marketplace>/powercontext/<version>/."""
+    env_var, default_dir, hooks_file, variable = PLUGIN_CACHES[agent]
+    base = os.environ.get(env_var) or os.path.join(home, default_dir)
+    pattern = os.path.join(base, "plugins", "cache", "*", "powercontext", "*", hooks_file)
     found = []
+    for path in sorted(glob.glob(pattern)):
+        root = os.path.dirname(os.path.dirname(path))
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            found.append((path, ""))
+            continue
+        groups = (data.get("hooks") or {}).get(install.EVENT) or []
+        for grp in groups:
+            for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
+                if install.is_ours(agent, entry):
+                    found.append((path, entry["command"].replace(variable, root)))
+    return found
+
+
+def installed_commands(agent: str, home: str, project_dir: str) -> list[tuple[str, str]]:
+    found = plugin_commands(agent, home)
     for scope in ("user", "project"):
         path = install.settings_path(agent, scope, home, project_dir)
         try:
@@ -251,7 +288,8 @@ def run(argv: list[str] | None = None, out=None) -> int:
     commands = installed_commands(args.agent, args.home, args.cwd)
     if not commands:
         report.problem(
-            "no PowerContext hook registered for {}; run: python3 {} --agent {}".format(
+            "no PowerContext hook registered for {}: install the plugin (plugins/README.md)"
+            " or run: python3 {} --agent {}".format(
                 args.agent, os.path.join(install.HOOKS_DIR, "install.py"), args.agent
             )
         )

@@ -73,6 +73,23 @@ def test_missing_installation_is_reported(home, fake_server):
     assert "install.py --agent claude" in done.stdout
 
 
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_an_installed_plugin_is_found_and_run(agent, home, fake_server):
+    """The plugin as the agent keeps it: a copy under its plugin cache."""
+    import shutil
+
+    from .conftest import REPO_ROOT
+
+    agent_dir = {"codex": ".codex", "claude": ".claude"}[agent]
+    cache = home / agent_dir / "plugins" / "cache" / "powercontext" / "powercontext" / "0.1.0"
+    shutil.copytree(REPO_ROOT / "plugins" / agent, cache)
+    server = fake_server(healthy_routes())
+    done = doctor(home, server.url, "--agent", agent)
+    assert done.returncode == 0, done.stdout
+    assert f"registered in {cache}" in done.stdout
+    assert "the installed hook ran" in done.stdout
+
+
 def test_server_down(home, refused_url):
     done = doctor(home, refused_url, "--no-hook-run")
     assert done.returncode == 1
