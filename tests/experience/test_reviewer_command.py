@@ -1,0 +1,104 @@
+"""``manage.py reviewer``: a reviewer who can log in to the desk and holds a token."""
+
+import io
+import re
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from experience.models import ReviewerToken
+from experience.tokens import reviewer_for_token
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "correct horse battery staple 42"
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def run(*args, stdin=None):
+    out = io.StringIO()
+    call_command("reviewer", *args, stdout=out, stderr=io.StringIO(), stdin=stdin or io.StringIO())
+    return out.getvalue()
+
+
+def token_in(output):
+    return re.search(r"(pcr_\S+)", output).group(1)
+
+
+def log_in(client, username, password):
+    """The admin's own login form, as a person would use it."""
+    return client.post(
+        "/admin/login/?next=/admin/",
+        {"username": username, "password": password, "next": "/admin/"},
+        follow=True,
+    )
+
+
+def test_password_stdin_makes_a_reviewer_who_logs_in_and_sees_only_the_desk(client):
+    output = run("rita", "--password-stdin", stdin=io.StringIO(PASSWORD + "\n"))
+    assert "Created reviewer rita." in output
+    assert reviewer_for_token(token_in(output)).username == "rita"
+
+    page = log_in(client, "rita", PASSWORD)
+    assert page.status_code == 200
+    assert page.request["PATH_INFO"] == "/admin/"
+    body = page.content.decode()
+    assert "/admin/experience/candidate/" in body  # the review queue
+    assert "/admin/memory/" in body  # Memory browsing
+    assert "/admin/auth/" not in body  # no user management
+    assert client.get("/admin/experience/candidate/").status_code == 200
+    assert client.get("/admin/auth/user/").status_code == 403
+    assert client.get("/admin/auth/group/").status_code == 403
+
+
+def test_the_password_is_asked_twice_on_a_terminal(client, monkeypatch):
+    answers = iter([PASSWORD, PASSWORD])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
+    run("sam", stdin=Terminal())
+    assert log_in(client, "sam", PASSWORD).request["PATH_INFO"] == "/admin/"
+
+
+def test_without_a_terminal_it_says_what_to_use():
+    with pytest.raises(CommandError, match="--password-stdin or --set-password-link"):
+        run("sam")
+
+
+def test_a_weak_password_is_refused_and_nothing_is_created(django_user_model):
+    with pytest.raises(CommandError, match=r"too short|too common"):
+        run("sam", "--password-stdin", stdin=io.StringIO("abc\n"))
+    assert not django_user_model.objects.filter(username="sam").exists()
+
+
+def test_set_password_link_works_once(client):
+    output = run("rita", "--set-password-link", "--url", "http://desk.example:9000/")
+    link = re.search(r"http://desk\.example:9000(/admin/reset/\S+)", output).group(1)
+    assert log_in(client, "rita", "").request["PATH_INFO"] != "/admin/"
+
+    form = client.get(link, follow=True)
+    assert form.status_code == 200
+    set_url = form.request["PATH_INFO"]
+    done = client.post(set_url, {"new_password1": PASSWORD, "new_password2": PASSWORD}, follow=True)
+    assert done.status_code == 200
+    assert log_in(client, "rita", PASSWORD).request["PATH_INFO"] == "/admin/"
+    client.logout()
+    # Used once: the token no longer validates.
+    again = client.get(link, follow=True)
+    assert "new_password1" not in again.content.decode()
+
+
+def test_an_existing_user_becomes_a_reviewer_and_a_superuser_stays_one(django_user_model):
+    django_user_model.objects.create_superuser("root", password=PASSWORD)
+    django_user_model.objects.create_user("sam")
+    run("root", "--set-password-link")
+    run("sam", "--set-password-link", "--no-token")
+    root = django_user_model.objects.get(username="root")
+    assert root.is_superuser
+    assert root.check_password(PASSWORD)  # a link alone changes no password
+    sam = django_user_model.objects.get(username="sam")
+    assert sam.is_staff
+    assert sam.groups.filter(name="Experience reviewers").exists()
+    assert not ReviewerToken.objects.filter(user=sam).exists()
