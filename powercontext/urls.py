@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from powercontext import home
 from powercontext.api import system
 from powercontext.api.metrics_view import MetricsView
 
@@ -15,6 +16,7 @@ v1 = [
 ]
 
 urlpatterns = [
+    path("", home.home, name="home"),
     path("health/live", system.HealthLiveView.as_view()),
     path("health/ready", system.HealthReadyView.as_view()),
     path("v1/", include(v1)),
