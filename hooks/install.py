@@ -108,6 +108,23 @@ def keep_out_of_git(path: str, write: bool) -> str | None:
     return f"added /{relative} to {exclude} so git never commits it"
 
 
+def legacy_project_file(agent: str, scope: str, path: str) -> str | None:
+    """The team's ``.claude/settings.json`` when an older installer put our hook there."""
+    if agent != "claude" or scope != "project":
+        return None
+    team = os.path.join(os.path.dirname(path), "settings.json")
+    try:
+        data, _ = load(team)
+    except InstallError:
+        return None
+    groups = (data.get("hooks") or {}).get(EVENT) or []
+    for grp in groups:
+        for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
+            if is_ours(agent, entry):
+                return team
+    return None
+
+
 def default_python() -> str:
     found = shutil.which("python3")
     return os.path.realpath(found) if found else sys.executable
@@ -344,6 +361,14 @@ def run(argv: list[str] | None = None, out=None) -> int:
         write_atomically(path, render(new))
     if ignore_note:
         print(("Would have " if args.dry_run else "Also ") + ignore_note, file=out)
+    legacy = legacy_project_file(args.agent, args.scope, path)
+    if legacy:
+        print(
+            f"Warning: {legacy} (the file the team commits) still holds a PowerContext hook"
+            " from an older install, with this machine's paths in it; remove that entry"
+            " by hand.",
+            file=out,
+        )
     if not args.uninstall:
         print(f"The hook command {verb}: {command}", file=out)
     print("Next:", file=out)

@@ -286,6 +286,20 @@ def test_project_scope_refuses_a_tracked_settings_file(home, tmp_path):
     assert hooks.read_bytes() == before
 
 
+def test_an_older_install_in_the_team_file_is_pointed_out(home, tmp_path):
+    project = git_repo(tmp_path / "proj")
+    team = project / ".claude" / "settings.json"
+    team.parent.mkdir()
+    old = {
+        "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": ours("claude")}]}]}
+    }
+    team.write_text(json.dumps(old))
+    done = install(home, "--agent", "claude", "--scope", "project", "--project-dir", str(project))
+    assert done.returncode == 0, done.stderr
+    assert f"Warning: {team}" in done.stdout
+    assert read(team) == old  # the team's file is the team's to change
+
+
 def test_project_scope_outside_git_still_installs(home, tmp_path):
     project = tmp_path / "plain"
     project.mkdir()

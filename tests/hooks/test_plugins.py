@@ -69,7 +69,7 @@ def test_codex_marketplace_manifest_hooks_and_mcp_match_codex_formats():
 
 
 @pytest.mark.parametrize(
-    "document, schema",
+    ("document", "schema"),
     [
         ({"name": "powercontext", "hooks": "hooks/hooks.json"}, "codex-plugin-manifest"),
         ({"name": "powercontext", "hooks": "./../hooks.json"}, "codex-plugin-manifest"),
@@ -96,7 +96,7 @@ def test_no_file_a_team_commits_names_this_machine():
     files = [
         REPO_ROOT / ".claude-plugin" / "marketplace.json",
         REPO_ROOT / ".agents" / "plugins" / "marketplace.json",
-        *[p for p in PLUGINS.rglob("*.json")],
+        *list(PLUGINS.rglob("*.json")),
     ]
     for path in files:
         text = path.read_text(encoding="utf-8")
