@@ -1,13 +1,18 @@
 """``manage.py reviewer``: a reviewer who can log in to the desk and holds a token."""
 
 import io
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from experience.models import ReviewerToken
 from experience.tokens import reviewer_for_token
+from tests.conftest import sqlite_only
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +107,29 @@ def test_an_existing_user_becomes_a_reviewer_and_a_superuser_stays_one(django_us
     assert sam.is_staff
     assert sam.groups.filter(name="Experience reviewers").exists()
     assert not ReviewerToken.objects.filter(user=sam).exists()
+
+
+@pytest.mark.slow
+@sqlite_only("runs manage.py on a fresh SQLite data directory")
+def test_works_on_a_fresh_data_directory_before_the_first_serve(tmp_path):
+    """Like createsuperuser and reviewer_token: migrate first, then make the reviewer."""
+    env = {
+        **os.environ,
+        "POWERCONTEXT_HOME": str(tmp_path / "home"),
+        "DJANGO_SETTINGS_MODULE": "powercontext.settings",
+    }
+    env.pop("POWERCONTEXT_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "reviewer", "rita", "--password-stdin"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        input=PASSWORD + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pending migration(s)" in done.stderr
+    assert "Created reviewer rita." in done.stdout
+    assert "pcr_" in done.stdout

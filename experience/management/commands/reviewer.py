@@ -26,6 +26,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from experience.services import REVIEWER_GROUP, reviewer_token_issue
+from powercontext.startup import migrate_if_needed
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -62,6 +63,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, username, password_stdin, set_password_link, url, no_token, **opts):
+        migrate_if_needed(stderr=self.stderr)  # works before the first `serve` too
         stdin = opts.get("stdin") or sys.stdin
         base = (url or os.environ.get("POWERCONTEXT_URL") or DEFAULT_URL).rstrip("/")
         user_model = get_user_model()
