@@ -181,7 +181,7 @@ def expected_change(record: dict, entry: dict) -> dict:
     """The change a write of ``record`` leaves in its revision (DESIGN.md §3)."""
     op, version = record["op"], entry["citation"]["entry_version_id"]
     return {
-        "op": "add" if op == "remember" else op,
+        "op": {"remember": "add", "retire": "deactivate"}.get(op, op),
         "entry_id": entry["citation"]["entry_id"],
         "from_entry_version_id": record["from"] if op in ("revise", "retire") else None,
         "to_entry_version_id": None if op == "retire" else version,
@@ -288,7 +288,7 @@ def verify_recovery(
                 problems.append(f"unacknowledged {op} of {entry_id} is half there: {now}")
                 continue
             want = {
-                "op": op,
+                "op": "deactivate" if op == "retire" else op,
                 "entry_id": entry_id,
                 "from_entry_version_id": before[0] if op in ("revise", "retire") else None,
                 "to_entry_version_id": None if op == "retire" else now[0],

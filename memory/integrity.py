@@ -173,7 +173,11 @@ def _check_manifest(
 
 
 def _expected_rows(change: dict[str, Any]) -> tuple[set[RowKey], set[RowKey], str | None]:
-    """(rows the change opens, rows it closes, version it creates) per DESIGN.md §3."""
+    """(rows the change opens, rows it closes, version it creates) per DESIGN.md §3.
+
+    Ops by their stored names (``memory.values.CHANGE_OP_WIRE``): a deactivation is
+    stored as ``retire`` and only reported as ``deactivate``; any other name is not a
+    known change."""
     op, entry = change.get("op"), change.get("entry_id")
     source, target = change.get("from_entry_version_id"), change.get("to_entry_version_id")
     active, inactive = ManifestState.ACTIVE.value, ManifestState.INACTIVE.value

@@ -11,6 +11,7 @@ from django.db.models import Q
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
 from memory.term_stats import search_terms
 from memory.values import (
+    CHANGE_OP_WIRE,
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Citation,
@@ -170,10 +171,20 @@ def memory_changes(*, scope_id: str, since_revision: int, limit: int = 1000) -> 
     return {
         "memory": memory_ref(head),
         "revisions": [
-            {"memory_ref": memory_ref(item.revision), **revision_content(item)}
+            {"memory_ref": memory_ref(item.revision), **_wire_content(revision_content(item))}
             for item in revisions
         ],
         "next_since": next_since,
+    }
+
+
+def _wire_content(content: dict[str, Any]) -> dict[str, Any]:
+    """A revision's stored change list with each op under its public name."""
+    return {
+        **content,
+        "changes": [
+            {**change, "op": CHANGE_OP_WIRE[change["op"]]} for change in content["changes"]
+        ],
     }
 
 

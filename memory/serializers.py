@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from memory.values import CHANGE_OP_WIRE
 from powercontext.api.fields import (
     ArtifactRefSchema,
     SourceReferenceSchema,
@@ -114,7 +115,7 @@ class MemoryChangesInput(StrictSerializer):
 
 
 class MemoryChangeSchema(serializers.Serializer):
-    op = serializers.ChoiceField(choices=["add", "revise", "retire", "reactivate"])
+    op = serializers.ChoiceField(choices=list(CHANGE_OP_WIRE.values()))
     entry_id = serializers.CharField()
     from_entry_version_id = serializers.CharField(allow_null=True)
     to_entry_version_id = serializers.CharField(allow_null=True)

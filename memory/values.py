@@ -8,6 +8,17 @@ from typing import Any
 MEMORY_FAMILY = "memory"
 MEMORY_ARTIFACT_ID = "memory"
 
+# A change's op as stored in a revision's (hash-chained, immutable) change list, and its
+# name in the public ChangeOp enum. Retiring was stored as "retire" from the start; the
+# stored content is never rewritten (that would break the hash chain), so the name is
+# mapped where changes leave the server.
+CHANGE_OP_WIRE = {
+    "add": "add",
+    "revise": "revise",
+    "retire": "deactivate",
+    "reactivate": "reactivate",
+}
+
 
 @dataclass(frozen=True)
 class Citation:

@@ -101,7 +101,7 @@ class MemoryEntries(TypedDict):
 
 
 class MemoryChange(TypedDict):
-    op: Literal["add", "revise", "retire", "reactivate"]
+    op: Literal["add", "revise", "deactivate", "reactivate"]
     entry_id: str
     from_entry_version_id: str | None
     to_entry_version_id: str | None

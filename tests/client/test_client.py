@@ -82,7 +82,7 @@ def test_memory_lifecycle(pc):
     assert [r["changes"][0]["op"] for r in changes["revisions"]] == [
         "add",
         "revise",
-        "retire",
+        "deactivate",
         "reactivate",
     ]
     assert changes["next_since"] is None

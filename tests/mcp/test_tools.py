@@ -171,7 +171,7 @@ def test_memory_tools_over_http_match_the_http_api(live_url, pc, mode):
                 pc.memory_changes(scope_id=SCOPE, since_revision=0)["revisions"][-1]["changes"][0][
                     "op"
                 ]
-                == "retire"
+                == "deactivate"
             )
             # Retiring it again: memory_entry_inactive both ways.
             assert await call(mcp, "retire_memory_entry", current) == (

@@ -150,7 +150,7 @@ class TestReviseRetireReactivate:
         assert ops == [
             (1, "add", None, v1, None),
             (2, "revise", v1, v2, "fix"),
-            (3, "retire", v2, None, None),
+            (3, "deactivate", v2, None, None),
             (4, "reactivate", None, v2, None),
         ]
         assert changes["memory"]["revision"] == 4
