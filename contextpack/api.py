@@ -7,6 +7,8 @@ from powercontext.api.views import ApiView
 
 
 class PrepareContextView(ApiView):
+    operation = "prepare_context"
+
     @extend_schema(
         operation_id="prepare_context",
         tags=["context"],

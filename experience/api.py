@@ -1,13 +1,13 @@
 """HTTP operations of Experience and its candidates (DESIGN.md §4). Each view validates,
 calls one service or selector, and renders.
 
-Agents may propose, list and get. Deciding (approve, reject, revise) is a human act: it
-needs a reviewer's personal token, checked before the body is validated, so the agent
-token gets 403 ``permission_denied`` whatever it sends.
+The agent proposes, lists and gets; a person's token lists and gets. Deciding (approve,
+reject, revise) is a human act: it needs the personal token of a user with the review
+permission (``powercontext.api.auth.OPERATION_ROLES``), checked before the body is
+validated, so anyone else gets 403 ``permission_denied`` whatever they send.
 """
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.permissions import BasePermission
 
 from experience import selectors, services
 from experience.serializers import (
@@ -23,7 +23,6 @@ from experience.serializers import (
     ExperienceProposeInput,
 )
 from experience.values import ArtifactRef, Proposal
-from powercontext.api.auth import Caller, IsCaller
 from powercontext.api.schema import responses
 from powercontext.api.views import ApiView
 
@@ -31,41 +30,22 @@ EXPERIENCE_TAGS = ["experience"]
 CANDIDATE_TAGS = ["artifact-candidates"]
 
 
-class IsReviewer(BasePermission):
-    """A reviewer's personal token whose user may decide candidates."""
-
-    message = "Deciding a candidate needs a reviewer's personal token."
-
-    def has_permission(self, request, view):
-        caller = request.user
-        return (
-            isinstance(caller, Caller)
-            and caller.kind == "reviewer"
-            and services.can_review(caller.user)
-        )
-
-
 class ReviewerView(ApiView):
-    permission_classes = [IsCaller, IsReviewer]
+    """A decision: ``OPERATION_ROLES`` lets only a person with the review permission in."""
 
     @property
     def reviewer(self):
         return self.request.user.user
 
 
-def proposed_by(request) -> str:
-    caller = request.user
-    if caller.kind == "reviewer" and caller.user is not None:
-        return services.reviewer_label(caller.user)
-    return services.AGENT
-
-
 class ExperienceProposeView(ApiView):
+    operation = "propose_experience"
+
     @extend_schema(
         operation_id="propose_experience",
         tags=EXPERIENCE_TAGS,
         request=ExperienceProposeInput,
-        responses=responses({201: ArtifactCandidateSchema}, 404, 409),
+        responses=responses({201: ArtifactCandidateSchema}, 403, 404, 409),
         description="Propose a lesson learned as a pending candidate. It reaches search and "
         "Context Packs only once a reviewer approves it.",
     )
@@ -79,12 +59,13 @@ class ExperienceProposeView(ApiView):
             artifact_refs=data["artifact_refs"],
             target=None if target is None else ArtifactRef.from_payload(target),
             reason=data.get("reason"),
-            proposed_by=proposed_by(request),
         )
         return self.respond(candidate, status=201)
 
 
 class ExperienceGetView(ApiView):
+    operation = "get_experience"
+
     @extend_schema(
         operation_id="get_experience",
         tags=EXPERIENCE_TAGS,
@@ -107,6 +88,8 @@ class ExperienceGetView(ApiView):
 
 
 class CandidateListView(ApiView):
+    operation = "list_artifact_candidates"
+
     @extend_schema(
         operation_id="list_artifact_candidates",
         tags=CANDIDATE_TAGS,
@@ -129,6 +112,8 @@ class CandidateListView(ApiView):
 
 
 class CandidateGetView(ApiView):
+    operation = "get_artifact_candidate"
+
     @extend_schema(
         operation_id="get_artifact_candidate",
         tags=CANDIDATE_TAGS,
@@ -149,6 +134,8 @@ class CandidateGetView(ApiView):
 
 
 class CandidateApproveView(ReviewerView):
+    operation = "approve_artifact_candidate"
+
     @extend_schema(
         operation_id="approve_artifact_candidate",
         tags=CANDIDATE_TAGS,
@@ -171,6 +158,8 @@ class CandidateApproveView(ReviewerView):
 
 
 class CandidateRejectView(ReviewerView):
+    operation = "reject_artifact_candidate"
+
     @extend_schema(
         operation_id="reject_artifact_candidate",
         tags=CANDIDATE_TAGS,
@@ -192,6 +181,8 @@ class CandidateRejectView(ReviewerView):
 
 
 class CandidateReviseView(ReviewerView):
+    operation = "revise_artifact_candidate"
+
     @extend_schema(
         operation_id="revise_artifact_candidate",
         tags=CANDIDATE_TAGS,

@@ -1,9 +1,13 @@
-"""Reviewers' personal API tokens (DESIGN.md §4, "Auth").
+"""Personal API tokens (DESIGN.md §4, "Auth"; ``manage.py reviewer_token``).
 
-``settings.POWERCONTEXT_REVIEWER_TOKEN_FINDER`` points at :func:`reviewer_for_token`, which
-``powercontext.api.auth.BearerAuthentication`` calls for a bearer that is not the agents'
-token. Only a SHA-256 of each token is stored: tokens are 256 random bits, so an unsalted
-hash is enough to make a leaked table useless, and it keeps the lookup an indexed equality.
+A personal token authenticates a person. With the review permission they may read and
+decide candidates; without it they may only read. Neither writes Memory, proposes or
+captures: that is the agent token's work (``powercontext.api.auth.OPERATION_ROLES``).
+
+``settings.POWERCONTEXT_REVIEWER_TOKEN_FINDER`` points at :func:`person_for_token`, which
+``powercontext.api.auth`` calls for a bearer that is not the agents' token. Only a SHA-256
+of each token is stored: tokens are 256 random bits, so an unsalted hash is enough to
+make a leaked table useless, and it keeps the lookup an indexed equality.
 """
 
 import hashlib
@@ -31,3 +35,13 @@ def reviewer_for_token(token: str):
         .first()
     )
     return None if found is None else found.user
+
+
+def person_for_token(token: str):
+    """(user, whether they may decide candidates) for a personal token, or None."""
+    user = reviewer_for_token(token)
+    if user is None:
+        return None
+    from experience.services import can_review
+
+    return user, can_review(user)

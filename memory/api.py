@@ -26,11 +26,13 @@ TAGS = ["memory"]
 
 
 class MemoryRememberView(ApiView):
+    operation = "remember_memory"
+
     @extend_schema(
         operation_id="remember_memory",
         tags=TAGS,
         request=MemoryRememberInput,
-        responses=responses({200: MemoryWriteOutput}, 409),
+        responses=responses({200: MemoryWriteOutput}, 403, 409),
         description="Remember a new entry. An identical active entry makes this a no-op "
         "(`entry: null`, no new revision).",
     )
@@ -47,6 +49,8 @@ class MemoryRememberView(ApiView):
 
 
 class MemorySearchView(ApiView):
+    operation = "search_memory"
+
     @extend_schema(
         operation_id="search_memory",
         tags=TAGS,
@@ -68,6 +72,8 @@ class MemorySearchView(ApiView):
 
 
 class MemoryEntriesListView(ApiView):
+    operation = "list_memory_entries"
+
     @extend_schema(
         operation_id="list_memory_entries",
         tags=TAGS,
@@ -87,6 +93,8 @@ class MemoryEntriesListView(ApiView):
 
 
 class MemoryEntryGetView(ApiView):
+    operation = "get_memory_entry"
+
     @extend_schema(
         operation_id="get_memory_entry",
         tags=TAGS,
@@ -105,11 +113,13 @@ class MemoryEntryGetView(ApiView):
 
 
 class MemoryEntryReviseView(ApiView):
+    operation = "revise_memory_entry"
+
     @extend_schema(
         operation_id="revise_memory_entry",
         tags=TAGS,
         request=MemoryEntryReviseInput,
-        responses=responses({200: MemoryWriteOutput}, 404, 409),
+        responses=responses({200: MemoryWriteOutput}, 403, 404, 409),
     )
     def post(self, request):
         data = self.validated(MemoryEntryReviseInput)
@@ -124,11 +134,13 @@ class MemoryEntryReviseView(ApiView):
 
 
 class MemoryEntryRetireView(ApiView):
+    operation = "retire_memory_entry"
+
     @extend_schema(
         operation_id="retire_memory_entry",
         tags=TAGS,
         request=MemoryEntryStateInput,
-        responses=responses({200: MemoryWriteOutput}, 404, 409),
+        responses=responses({200: MemoryWriteOutput}, 403, 404, 409),
     )
     def post(self, request):
         data = self.validated(MemoryEntryStateInput)
@@ -141,11 +153,13 @@ class MemoryEntryRetireView(ApiView):
 
 
 class MemoryEntryReactivateView(ApiView):
+    operation = "reactivate_memory_entry"
+
     @extend_schema(
         operation_id="reactivate_memory_entry",
         tags=TAGS,
         request=MemoryEntryStateInput,
-        responses=responses({200: MemoryWriteOutput}, 404, 409),
+        responses=responses({200: MemoryWriteOutput}, 403, 404, 409),
     )
     def post(self, request):
         data = self.validated(MemoryEntryStateInput)
@@ -158,6 +172,8 @@ class MemoryEntryReactivateView(ApiView):
 
 
 class MemoryChangesView(ApiView):
+    operation = "memory_changes"
+
     @extend_schema(
         operation_id="memory_changes",
         tags=TAGS,

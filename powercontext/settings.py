@@ -23,7 +23,7 @@ POWERCONTEXT_HOME = data_home()
 SECRET_KEY = secret_key(POWERCONTEXT_HOME)
 POWERCONTEXT_API_TOKEN = os.environ.get("POWERCONTEXT_API_TOKEN") or None
 # Reviewers' personal bearer tokens (``manage.py reviewer_token``) resolve to Django users.
-POWERCONTEXT_REVIEWER_TOKEN_FINDER = "experience.tokens.reviewer_for_token"  # noqa: S105
+POWERCONTEXT_REVIEWER_TOKEN_FINDER = "experience.tokens.person_for_token"  # noqa: S105
 # Request bodies larger than this are refused with 413 before they are parsed.
 # 4 MiB: a 200,000-character source whose characters all need JSON escapes still fits.
 POWERCONTEXT_MAX_BODY_BYTES = int(os.environ.get("POWERCONTEXT_MAX_BODY_BYTES", 4 * 1024 * 1024))

@@ -14,6 +14,8 @@ from powercontext.metrics import REGISTRY
 
 
 class MetricsView(ApiView):
+    operation = "metrics"
+
     @extend_schema(exclude=True)
     def get(self, request):
         # Prometheus's own negotiation: OpenMetrics when the scraper asks for it, else the

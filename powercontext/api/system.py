@@ -62,6 +62,8 @@ class CapabilitiesOutput(serializers.Serializer):
 
 
 class CapabilitiesView(ApiView):
+    operation = "capabilities"
+
     @extend_schema(
         operation_id="capabilities", tags=["system"], responses=responses({200: CapabilitiesOutput})
     )
@@ -104,11 +106,13 @@ class SourceContentOutput(serializers.Serializer):
 
 
 class SourceContentView(ApiView):
+    operation = "capture_content_source"
+
     @extend_schema(
         operation_id="capture_content_source",
         tags=["sources"],
         request=SourceContentInput,
-        responses=responses({202: SourceContentOutput}, 409),
+        responses=responses({202: SourceContentOutput}, 403, 409),
         description="Capture a content source (a prompt). The same id and payload again "
         "answers 202 with the original position; a different payload is 409.",
     )

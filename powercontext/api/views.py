@@ -10,7 +10,10 @@ from powercontext.api.auth import BearerAuthentication, IsCaller
 
 class ApiView(APIView):
     authentication_classes = [BearerAuthentication]
+    # Checked against ``powercontext.api.auth.OPERATION_ROLES``: every view names its
+    # operation (its OpenAPI operation id), and one without a role is refused.
     permission_classes = [IsCaller]
+    operation = ""
     # No OPTIONS self-description: each operation is its documented method alone (the
     # OpenAPI document describes it), anything else is 405 ``method_not_allowed``.
     metadata_class = None

@@ -14,7 +14,8 @@ request. The SDK's session manager needs its lifespan entered before it serves, 
 ASGI server would do and a2wsgi does not; ``_AsgiLoop`` drives the lifespan itself.
 
 Checked here, before the SDK sees the request, with the API's own error shape:
-- the bearer token, exactly as for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set);
+- the bearer token, exactly as for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set): the
+  agent token or a personal token; each tool then checks the caller's role;
 - without a token (loopback-only serving), Host and Origin must name this machine, so a
   web page cannot reach the tools through DNS rebinding;
 - the body size limit (413 ``payload_too_large``);
@@ -24,7 +25,6 @@ route, status, latency), like the API's.
 """
 
 import asyncio
-import hmac
 import json
 import logging
 import threading
@@ -72,11 +72,23 @@ def _error_response(
     return [data]
 
 
-def _token_ok(environ: dict, expected: str) -> bool:
-    parts = environ.get("HTTP_AUTHORIZATION", "").split()
-    if len(parts) != 2 or parts[0].lower() != "bearer":
+def _token_ok(environ: dict) -> bool:
+    """The agent token or a personal token, as for ``/v1/`` (``caller_for``); what each
+    may call is the tools' check (``OPERATION_ROLES``)."""
+    from django.db import connections
+    from rest_framework.exceptions import AuthenticationFailed
+
+    from powercontext.api.auth import caller_for
+
+    header = environ.get("HTTP_AUTHORIZATION", "").encode("latin-1", "replace")
+    try:
+        return caller_for(header) is not None
+    except AuthenticationFailed:
         return False
-    return hmac.compare_digest(parts[1].encode("utf-8", "surrogateescape"), expected.encode())
+    finally:
+        # A personal token is looked up in the database, on this server thread, outside
+        # Django's request cycle that would close the connection.
+        connections.close_all()
 
 
 def _host_of(value: str) -> str:
@@ -208,7 +220,7 @@ class McpApplication:
             )
         expected = settings.POWERCONTEXT_API_TOKEN
         if expected is not None:
-            if not _token_ok(environ, expected):
+            if not _token_ok(environ):
                 return _error_response(
                     environ,
                     start_response,
