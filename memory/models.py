@@ -34,6 +34,11 @@ class MemoryEntryVersion(models.Model):
                 fields=["scope_id", "entry_id", "version"], name="memory_entry_version_unique"
             ),
         ]
+        indexes = [
+            # The remember decision table's "does an active entry already say this?",
+            # answered from the authoritative rows (``memory.services.memory_remember``).
+            models.Index(fields=["scope_id", "content_hash"], name="entry_version_content_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.entry_id} v{self.version}"

@@ -1,7 +1,8 @@
 """Writes to a scope's Memory. Every write is one transaction that
 
 1. reads the head revision R (checking ``expected_revision`` first, when given),
-2. decides what changes (or that nothing does: an identical remember is a no-op),
+2. decides what changes (or that nothing does: an identical remember is a no-op), from
+   the authoritative manifest and versions, never from the derived projection,
 3. moves the head R -> R+1 by compare-and-swap,
 4. writes the new immutable entry versions, closes and opens manifest rows for the
    changed entries only, updates the derived active-entry projection (the full-text
@@ -115,16 +116,42 @@ def memory_remember(
     Raises RevisionConflict when ``expected_revision`` is not the head.
     """
     kind, text = normalize_kind(kind), normalize_text(text)
-    key = kind_text_hash(kind, text)
 
     def plan(head: int) -> _Change | None:
-        duplicate = MemoryActiveEntry.objects.filter(scope_id=scope_id, kind_text_hash=key)
-        if duplicate.exists():
+        if _active_entry_says(scope_id, kind, text):
             return None
         entry_id = "mem_ent_" + uuid.uuid4().hex
         return _Change("add", entry_id, kind=kind, text=text, reason=reason)
 
     return _write(scope_id=scope_id, plan=plan, expected_revision=expected_revision)
+
+
+def _active_entry_says(scope_id: str, kind: str, text: str) -> bool:
+    """Whether an entry active at the head has exactly this kind and text.
+
+    Decided from the authoritative rows, never from the rebuildable active-entry
+    projection, so a drifted projection cannot turn a no-op into a duplicate (or the
+    reverse): the versions with this content hash (indexed), then whether one of them is
+    in an open, active manifest row. The kind and text are compared too, so only what a
+    version really says counts.
+    """
+    digest = content_hash(kind=kind, text=text, source_refs=[], artifact_refs=[])
+    same = [
+        version_id
+        for version_id, stored_kind, stored_text in MemoryEntryVersion.objects.filter(
+            scope_id=scope_id, content_hash=digest
+        ).values_list("entry_version_id", "kind", "text")
+        if stored_kind == kind and stored_text == text
+    ]
+    return (
+        bool(same)
+        and MemoryManifestRow.objects.filter(
+            scope_id=scope_id,
+            entry_version_id__in=same,
+            valid_to__isnull=True,
+            state=ManifestState.ACTIVE,
+        ).exists()
+    )
 
 
 def memory_entry_revise(

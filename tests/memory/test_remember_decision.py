@@ -1,0 +1,49 @@
+"""The remember decision table ("an identical active entry makes it a no-op") is decided
+from the authoritative manifest and versions: a drifted active-entry projection (the
+derived, rebuildable table) cannot change the answer."""
+
+import pytest
+
+from memory.models import MemoryActiveEntry
+from memory.values import kind_text_hash
+
+pytestmark = pytest.mark.django_db
+SCOPE = "scope-a"
+
+
+def _head(api):
+    listed = api.ok("/v1/memory/entries/list", {"scope_id": SCOPE, "include_inactive": True})
+    return listed["memory"]["revision"]
+
+
+def test_a_missing_projection_row_does_not_make_a_duplicate(api, remember):
+    first = remember("Deploys go through the staging pipeline.")
+    MemoryActiveEntry.objects.filter(scope_id=SCOPE).delete()  # the projection drifts
+    again = remember("Deploys go through the staging pipeline.")
+    assert again == {"memory": first["memory"], "entry": None}
+    assert _head(api) == 1
+
+
+def test_a_stale_projection_row_does_not_swallow_a_new_entry(api, remember):
+    remember("Deploys go through the staging pipeline.")
+    # The projection claims the entry says something it never said.
+    MemoryActiveEntry.objects.filter(scope_id=SCOPE).update(
+        kind_text_hash=kind_text_hash("note", "Releases are cut on Fridays.")
+    )
+    added = remember("Releases are cut on Fridays.")
+    assert added["entry"] is not None
+    assert added["entry"]["text"] == "Releases are cut on Fridays."
+    assert _head(api) == 2
+
+
+def test_a_retired_entry_left_in_the_projection_does_not_block_remembering(api, remember):
+    entry = remember("Deploys go through the staging pipeline.")["entry"]
+    row = MemoryActiveEntry.objects.get(scope_id=SCOPE)
+    snapshot = {
+        field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields
+    }
+    api.ok("/v1/memory/entries/retire", {"scope_id": SCOPE, "citation": entry["citation"]})
+    MemoryActiveEntry.objects.create(**snapshot)  # the retired entry is back in the projection
+    again = remember("Deploys go through the staging pipeline.")
+    assert again["entry"] is not None
+    assert again["entry"]["citation"]["entry_id"] != entry["citation"]["entry_id"]
