@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0004_fulltext_oceanbase'),
+        ("memory", "0004_fulltext_oceanbase"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='memoryentryversion',
-            index=models.Index(fields=['scope_id', 'content_hash'], name='entry_version_content_idx'),
+            model_name="memoryentryversion",
+            index=models.Index(
+                fields=["scope_id", "content_hash"], name="entry_version_content_idx"
+            ),
         ),
     ]

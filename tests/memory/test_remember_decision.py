@@ -39,9 +39,7 @@ def test_a_stale_projection_row_does_not_swallow_a_new_entry(api, remember):
 def test_a_retired_entry_left_in_the_projection_does_not_block_remembering(api, remember):
     entry = remember("Deploys go through the staging pipeline.")["entry"]
     row = MemoryActiveEntry.objects.get(scope_id=SCOPE)
-    snapshot = {
-        field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields
-    }
+    snapshot = {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
     api.ok("/v1/memory/entries/retire", {"scope_id": SCOPE, "citation": entry["citation"]})
     MemoryActiveEntry.objects.create(**snapshot)  # the retired entry is back in the projection
     again = remember("Deploys go through the staging pipeline.")

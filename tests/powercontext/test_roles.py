@@ -110,8 +110,6 @@ def test_without_an_agent_token_a_personal_token_still_only_reads(
     response = ApiClient(client, tokens["reader"]).post(path, body(operation, w))
     assert response.status_code == 403
     assert fingerprint() == before
-    search = ApiClient(client, tokens["reader"]).post(
-        "/v1/memory/search", body("search_memory", w)
-    )
+    search = ApiClient(client, tokens["reader"]).post("/v1/memory/search", body("search_memory", w))
     assert search.status_code == 200
     assert ApiClient(client).post(path, body(operation, w)).status_code in (200, 201)
