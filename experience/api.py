@@ -7,7 +7,7 @@ permission (``powercontext.api.auth.OPERATION_ROLES``), checked before the body 
 validated, so anyone else gets 403 ``permission_denied`` whatever they send.
 """
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 
 from experience import selectors, services
 from experience.serializers import (
@@ -28,6 +28,23 @@ from powercontext.api.views import ApiView
 
 EXPERIENCE_TAGS = ["experience"]
 CANDIDATE_TAGS = ["artifact-candidates"]
+PROPOSE_EXAMPLE = OpenApiExample(
+    "A prompt as evidence",
+    request_only=True,
+    value={
+        "scope_id": "git:example.com/acme/widgets",
+        "proposal": {
+            "situation": "A schema change broke the nightly import.",
+            "action": "We added a migration test for the importer.",
+            "outcome": "The next schema change was caught in CI.",
+            "lesson": "Run the migration tests after changing persistence.",
+        },
+        "source_refs": [{"name": "content", "source_id": "prompt-42"}],
+        "reason": "Came up twice this week.",
+    },
+    description="`prompt-42` was captured first with `POST /v1/sources/content`; "
+    "`artifact_refs` may be left out because `source_refs` is not empty.",
+)
 
 
 class ReviewerView(ApiView):
@@ -47,7 +64,10 @@ class ExperienceProposeView(ApiView):
         request=ExperienceProposeInput,
         responses=responses({201: ArtifactCandidateSchema}, 403, 404, 409),
         description="Propose a lesson learned as a pending candidate. It reaches search and "
-        "Context Packs only once a reviewer approves it.",
+        "Context Packs only once a reviewer approves it. Evidence is required: at least one "
+        "of `source_refs` (captured sources of the scope) and `artifact_refs` (existing "
+        "revisions) must be non-empty. Agent token only.",
+        examples=[PROPOSE_EXAMPLE],
     )
     def post(self, request):
         data = self.validated(ExperienceProposeInput)

@@ -57,11 +57,31 @@ def _at_least_one_ref(attrs: dict) -> dict:
     return attrs
 
 
+EVIDENCE_RULE = (
+    "Each field may be left out, but a proposal needs evidence: at least one of "
+    "`source_refs` and `artifact_refs` must be non-empty (else 422 on `source_refs`)."
+)
+SOURCE_REFS_HELP = (
+    f"Sources captured in this scope (`POST /v1/sources/content`). {EVIDENCE_RULE} A "
+    "source never captured in the scope is 422 on `source_refs.N`."
+)
+ARTIFACT_REFS_HELP = (
+    f"Artifact revisions of this scope. {EVIDENCE_RULE} A revision that does not exist is "
+    "404 `artifact_not_found`."
+)
+
+
 class ExperienceProposeInput(StrictSerializer):
+    """A lesson learned and its evidence: at least one source or artifact reference, each
+    naming something that exists in the scope. Rejects unknown fields and non-object
+    bodies."""
+
     scope_id = scope_id_field()
     proposal = ExperienceProposalSchema()
-    source_refs = source_refs_field(required=False, default=list)
-    artifact_refs = artifact_refs_field(required=False, default=list)
+    source_refs = source_refs_field(required=False, default=list, help_text=SOURCE_REFS_HELP)
+    artifact_refs = artifact_refs_field(
+        required=False, default=list, help_text=ARTIFACT_REFS_HELP
+    )
     target = ArtifactRefSchema(required=False, allow_null=True)
     reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True)
 

@@ -48,7 +48,7 @@ from powercontext.exceptions import (
     PermissionDenied,
     RevisionConflict,
 )
-from powercontext.models import ArtifactHead, ArtifactRevision
+from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 from powercontext.search import search_backend
 
 REVIEWER_GROUP = "Experience reviewers"
@@ -117,6 +117,21 @@ def _check_artifact_refs(scope_id: str, artifact_refs: list[dict]) -> None:
             raise ArtifactNotFound("A cited artifact revision does not exist in this scope.")
 
 
+def _check_source_refs(scope_id: str, source_refs: list[dict], field: str = "source_refs") -> None:
+    """Evidence must exist: every cited source was captured in this scope (422 on the
+    reference, ``source_refs.N``, as the serializer would name it)."""
+    for index, ref in enumerate(source_refs):
+        captured = SourceRecord.objects.filter(
+            scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]
+        ).exists()
+        if not captured:
+            raise InvalidRequest(
+                f"{field}.{index}",
+                "No source with this name and source_id was captured in this scope "
+                "(capture it first: POST /v1/sources/content).",
+            )
+
+
 def _check_target_is_head(scope_id: str, target: ArtifactRef) -> None:
     """The target must name the current revision of an Experience of this scope."""
     if target.family != EXPERIENCE_FAMILY:
@@ -143,15 +158,17 @@ def experience_propose(
     """Create a pending candidate (version 1) and return its ArtifactCandidate.
 
     ``target`` names the current revision of the Experience the proposal would revise.
-    Raises InvalidRequest (limits, no evidence), ArtifactNotFound (a cited or target
-    artifact revision that does not exist), RevisionConflict (a target that is not the
-    current revision). Nothing is searchable until a reviewer approves it.
+    Raises InvalidRequest (limits, no evidence, a cited source never captured in the
+    scope), ArtifactNotFound (a cited or target artifact revision that does not exist),
+    RevisionConflict (a target that is not the current revision). Nothing is searchable
+    until a reviewer approves it.
     """
     proposal.validate()
     _validate_refs(source_refs, artifact_refs)
     _validate_reason("reason", reason)
     now = timezone.now()
     with transaction.atomic():
+        _check_source_refs(scope_id, source_refs)
         _check_artifact_refs(scope_id, artifact_refs)
         if target is not None:
             _check_target_is_head(scope_id, target)
@@ -238,6 +255,10 @@ def candidate_revise(
         sources = _refs(previous.source_refs) if source_refs is None else source_refs
         artifacts = _refs(previous.artifact_refs) if artifact_refs is None else artifact_refs
         _validate_refs(sources, artifacts)
+        if source_refs is not None:
+            # Only the references the reviewer sends: those kept from the previous
+            # version were checked when they were proposed (or predate the check).
+            _check_source_refs(scope_id, source_refs)
         _check_artifact_refs(scope_id, artifacts)
         new_version = expected_version + 1
         _move_candidate(candidate, expected_version, version=new_version, updated_at=now)

@@ -337,7 +337,8 @@ def propose_experience(
 ) -> CallToolResult:
     """Propose a lesson learned for human review. It becomes a pending candidate; nothing
     is recalled until a reviewer approves it. Needs at least one source or artifact
-    reference as evidence; `target` names the current revision of an Experience to
+    reference as evidence: a source must have been captured in this scope, an artifact
+    revision must exist. `target` names the current revision of an Experience to
     revise."""
     return run(
         "propose_experience",

@@ -29,6 +29,7 @@ def test_propose_review_and_get_experience(live_url, settings):
         PowerContextClient(live_url, token=AGENT_TOKEN) as agent,
         PowerContextClient(live_url, token=reviewer_token) as reviewer,
     ):
+        agent.capture_content_source(scope_id=SCOPE, source_id="turn-3", content="It hung.")
         candidate = agent.propose_experience(scope_id=SCOPE, proposal=PROPOSAL, source_refs=refs)
         assert (candidate["status"], candidate["version"]) == ("pending", 1)
         listed = agent.list_artifact_candidates(scope_id=SCOPE)

@@ -5,6 +5,8 @@ from django.contrib.auth import get_user_model
 
 from experience import services
 from experience.rebuild import experience_check
+from powercontext.models import SourceRecord
+from powercontext.sources import source_capture
 from tests.conftest import ApiClient
 
 SCOPE = "scope-a"
@@ -20,6 +22,20 @@ def proposal(lesson="Run the migration tests after changing persistence.", **ove
 
 
 SOURCE = {"name": "content", "source_id": "prompt-1"}
+
+
+def capture_source(scope_id=SCOPE, source=SOURCE):
+    """Capture ``source`` in ``scope_id`` unless it already was: a proposal may cite
+    only a source that was captured."""
+    if SourceRecord.objects.filter(
+        scope_id=scope_id, source_type=source["name"], source_id=source["source_id"]
+    ).exists():
+        return
+    source_capture(
+        scope_id=scope_id,
+        source_id=source["source_id"],
+        content="The prompt that taught the lesson.",
+    )
 
 
 def integrity_problems(scope_id=None):
@@ -47,6 +63,7 @@ def reviewer_api(client, reviewer):
 @pytest.fixture
 def propose(api):
     def _propose(lesson="Run the migration tests after changing persistence.", **extra):
+        capture_source(extra.get("scope_id", SCOPE))
         body = {
             "scope_id": extra.pop("scope_id", SCOPE),
             "proposal": extra.pop("proposal", None) or proposal(lesson),

@@ -8,9 +8,14 @@ from django.contrib.auth import get_user_model
 
 from experience import services
 from tests.conftest import ApiClient, error_code, error_fields
-from tests.experience.conftest import SCOPE, SOURCE, proposal
+from tests.experience.conftest import SCOPE, SOURCE, capture_source, proposal
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _source_captured(db):
+    capture_source()
 
 
 def test_propose_creates_a_pending_candidate(propose):
@@ -30,6 +35,45 @@ def test_propose_creates_a_pending_candidate(propose):
         "result_artifact": None,
         "decision_reason": None,
     }
+
+
+def test_a_source_never_captured_in_the_scope_is_422_on_the_reference(api, propose):
+    before = api.ok("/v1/artifact-candidates/list", {"scope_id": SCOPE})["candidates"]
+    missing = {"name": "content", "source_id": "never-captured"}
+    response = api.post(
+        "/v1/experience/propose",
+        {"scope_id": SCOPE, "proposal": proposal(), "source_refs": [SOURCE, missing]},
+    )
+    assert response.status_code == 422
+    assert error_code(response) == "invalid_request"
+    assert error_fields(response) == ["source_refs.1"]
+    # Captured in another scope is not captured in this one.
+    capture_source("scope-b", missing)
+    other = api.post(
+        "/v1/experience/propose",
+        {"scope_id": SCOPE, "proposal": proposal(), "source_refs": [missing]},
+    )
+    assert error_fields(other) == ["source_refs.0"]
+    assert api.ok("/v1/artifact-candidates/list", {"scope_id": SCOPE})["candidates"] == before
+    capture_source(SCOPE, missing)
+    assert propose(source_refs=[missing])["source_refs"] == [missing]
+
+
+def test_a_reviser_cannot_cite_a_source_never_captured(api, propose, reviewer_api):
+    candidate = propose()
+    missing = {"name": "content", "source_id": "never-captured"}
+    body = {
+        "scope_id": SCOPE,
+        "candidate_id": candidate["candidate_id"],
+        "expected_version": 1,
+        "proposal": proposal("A better lesson."),
+        "source_refs": [missing],
+    }
+    response = reviewer_api.post("/v1/artifact-candidates/revise", body)
+    assert response.status_code == 422
+    assert error_fields(response) == ["source_refs.0"]
+    got = {"scope_id": SCOPE, "candidate_id": candidate["candidate_id"]}
+    assert api.ok("/v1/artifact-candidates/get", got)["version"] == 1
 
 
 def test_propose_needs_at_least_one_reference(api):

@@ -33,6 +33,8 @@ def test_concurrent_approvals_of_one_candidate_have_one_winner(servers, tmp_path
     tokens = [
         manage(tmp_path, "reviewer_token", name, "--create").strip() for name in ("ann", "bob")
     ]
+    capture = {"scope_id": SCOPE, "source_id": SOURCE["source_id"], "content": "a prompt"}
+    assert servers[0].post("v1/sources/content", capture)[0] == 202
     candidates = []
     for round_ in range(ROUNDS):
         status, candidate = servers[0].post(

@@ -15,12 +15,13 @@ from experience.rebuild import experience_check, experience_rebuild
 from experience.values import Proposal
 from powercontext.maintenance import FAMILIES
 from powercontext.models import ArtifactHead
-from tests.experience.conftest import SOURCE, integrity_problems, proposal
+from tests.experience.conftest import SOURCE, capture_source, integrity_problems, proposal
 
 pytestmark = pytest.mark.django_db
 
 
 def _approve(scope_id, lesson, reviewer):
+    capture_source(scope_id)
     candidate = services.experience_propose(
         scope_id=scope_id,
         proposal=Proposal(**proposal(lesson)),

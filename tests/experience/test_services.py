@@ -15,12 +15,19 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactHead, ArtifactRevision
 from tests.conftest import engine
-from tests.experience.conftest import SCOPE, SOURCE, integrity_problems, proposal
+from tests.experience.conftest import (
+    SCOPE,
+    SOURCE,
+    capture_source,
+    integrity_problems,
+    proposal,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 def _propose(lesson="Run the migration tests after changing persistence.", **extra):
+    capture_source()
     return services.experience_propose(
         scope_id=SCOPE,
         proposal=Proposal(**proposal(lesson)),

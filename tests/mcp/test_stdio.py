@@ -143,6 +143,7 @@ def test_stdio_tools_answer_what_the_http_api_answers(served):
     try:
         asyncio.run(scenario())
         changes = pc.memory_changes(scope_id=SCOPE, since_revision=0)["revisions"]
-        assert [revision["changes"][0]["op"] for revision in changes] == ["add", "revise", "deactivate"]
+        ops = [revision["changes"][0]["op"] for revision in changes]
+        assert ops == ["add", "revise", "deactivate"]
     finally:
         pc.close()

@@ -12,6 +12,7 @@ from mcp import Client
 
 from experience import services as experience_services
 from powercontext.mcp.server import TOOL_NAMES, build_server
+from powercontext.sources import source_capture
 from powercontext_client import errors
 
 from .conftest import call, http_client
@@ -265,6 +266,7 @@ def test_an_unexpected_failure_is_an_internal_error_without_details(live_url, mo
 
 def test_experience_tools_over_http(live_url):
     reviewer = get_user_model().objects.create_superuser("reviewer", password=None)
+    source_capture(scope_id=SCOPE, source_id="turn-7", content="CI failed again.")
     proposal = {
         "situation": "CI failed on a fresh clone.",
         "action": "Ran the migrations before the tests.",
@@ -342,6 +344,7 @@ def test_experience_tools_over_http(live_url):
 def test_experience_tools_match_the_http_api(live_url, pc):
     proposal = {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}
     refs = [{"name": "content", "source_id": "t"}]
+    pc.capture_content_source(scope_id=SCOPE, source_id="t", content="a prompt")
 
     async def scenario():
         async with http_client(live_url) as mcp:
@@ -421,3 +424,21 @@ def test_only_post_is_served_at_mcp(live_url):
     assert httpx.post(live_url + "/mcp/", json={}, timeout=10).json()["error"]["code"] == (
         "not_found"
     )
+
+
+def test_propose_tool_refuses_a_source_never_captured_as_http_does(live_url, pc):
+    proposal = {"situation": "s", "action": "a", "outcome": "o", "lesson": "l"}
+    arguments = {
+        "scope_id": SCOPE,
+        "proposal": proposal,
+        "source_refs": [{"name": "content", "source_id": "never-captured"}],
+    }
+
+    async def scenario():
+        async with http_client(live_url) as mcp:
+            return await call(mcp, "propose_experience", arguments)
+
+    failed, body = run(scenario())
+    assert failed
+    assert body["error"]["details"]["errors"][0]["field"] == "source_refs.0"
+    assert body == http_error(lambda: pc.propose_experience(**arguments))
