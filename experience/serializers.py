@@ -79,9 +79,7 @@ class ExperienceProposeInput(StrictSerializer):
     scope_id = scope_id_field()
     proposal = ExperienceProposalSchema()
     source_refs = source_refs_field(required=False, default=list, help_text=SOURCE_REFS_HELP)
-    artifact_refs = artifact_refs_field(
-        required=False, default=list, help_text=ARTIFACT_REFS_HELP
-    )
+    artifact_refs = artifact_refs_field(required=False, default=list, help_text=ARTIFACT_REFS_HELP)
     target = ArtifactRefSchema(required=False, allow_null=True)
     reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True)
 
