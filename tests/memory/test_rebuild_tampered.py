@@ -24,7 +24,7 @@ from memory.models import MemoryActiveEntry, MemoryEntryVersion, MemoryTermStat
 from powercontext import startup
 from powercontext.models import ArtifactHead, ArtifactRevision
 from tests.conftest import sqlite_only
-from tests.experience.conftest import SOURCE, proposal
+from tests.experience.conftest import SOURCE, capture_source, proposal
 
 pytestmark = pytest.mark.django_db
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -169,6 +169,7 @@ def reviewer(db):
 
 
 def _approve(scope_id, lesson, reviewer):
+    capture_source(scope_id)
     candidate = experience_services.experience_propose(
         scope_id=scope_id,
         proposal=Proposal(**proposal(lesson)),

@@ -16,7 +16,7 @@ from memory.models import MemoryTermStat
 from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
 from tests.conftest import sqlite_only
-from tests.experience.conftest import SOURCE, proposal
+from tests.experience.conftest import SOURCE, capture_source, proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +36,7 @@ def lessons(db):
     services.reviewer_token_issue(username="rita", create=True)
     reviewer = get_user_model().objects.get(username="rita")
     for scope_id, lesson in [("scope-a", "Pin the base image."), ("scope-b", "Rotate keys.")]:
+        capture_source(scope_id)
         candidate = services.experience_propose(
             scope_id=scope_id,
             proposal=Proposal(**proposal(lesson)),
