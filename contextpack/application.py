@@ -7,26 +7,52 @@ the user's boilerplate and are not searched (``powercontext.search.policy``).
 It writes nothing: no source, no memory, no cursor, no projection.
 """
 
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from contextpack.builder import (
     EXPERIENCE_WINDOW,
     MEMORY_WINDOW,
     ArtifactRef,
+    BuildTrace,
+    ExperienceHit,
     MemoryCitation,
     MemoryHit,
     PreparedContext,
     PreparedContextBuilder,
 )
+from contextpack.explanation import (
+    FTS,
+    ChannelMatch,
+    FamilyExplanation,
+    HitExplanation,
+    PackExplanation,
+    TermExplanation,
+)
+from experience import term_stats as experience_term_stats
 from experience.selectors import experience_search_at
+from memory import term_stats as memory_term_stats
 from memory.selectors import memory_head, memory_search_at
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext import analyzer, metrics
 from powercontext.prompt_history import recent_prompt_terms
-from powercontext.search.policy import recurring_terms
+from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
+
+# How many hits past each window an explanation shows as "outside the window".
+BEYOND_WINDOW_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class _Retrieved:
+    head: ArtifactRef
+    memory_hits: list[MemoryHit]
+    experience_hits: list[ExperienceHit]
+    terms: list[str]
+    recurring: frozenset[str]
+    prompts: list[frozenset[str]]
 
 
 class ScopedContextApplication:
@@ -58,38 +84,84 @@ class ScopedContextApplication:
         )
         return prepared
 
+    def explain(
+        self, *, scope_id: str, query: str, max_bytes: int
+    ) -> tuple[PreparedContext, PackExplanation]:
+        """The pack :meth:`prepare` returns for the same input and state, and why it holds
+        what it holds (``contextpack.explanation``). For the desk's preview: it writes
+        nothing and is not counted in the metrics, which describe what agents were sent.
+        """
+        with read_snapshot():
+            found = self._retrieve(
+                scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN
+            )
+            families = (
+                _family_terms(found, scope_id, "memory", MEMORY_WINDOW, memory_term_stats),
+                _family_terms(
+                    found, scope_id, "experience", EXPERIENCE_WINDOW, experience_term_stats
+                ),
+            )
+        if not found.memory_hits and not found.experience_hits:
+            prepared, trace = EMPTY, BuildTrace(max_bytes=max_bytes, decisions=())
+        else:
+            prepared, trace = self.builder.build_explained(
+                head=found.head,
+                memory_hits=found.memory_hits,
+                experience_hits=found.experience_hits,
+                max_bytes=max_bytes,
+            )
+        return prepared, _explanation(found, families, trace)
+
     def _prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
         with read_snapshot():
-            head = memory_head(scope_id=scope_id)
-            terms = analyzer.query_terms(query)
-            recurring = recurring_terms(terms, recent_prompt_terms(scope_id=scope_id, query=query))
-            memory_hits = [
-                MemoryHit(
-                    citation=MemoryCitation(
-                        memory_ref=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, hit.revision),
-                        entry_id=hit.entry_id,
-                        entry_version_id=hit.entry_version_id,
-                    ),
-                    text=hit.text,
-                )
-                for hit in memory_search_at(
-                    scope_id=scope_id,
-                    head=head,
-                    terms=terms,
-                    limit=MEMORY_WINDOW,
-                    recurring=recurring,
-                )
-            ]
-            experience_hits = experience_search_at(
-                scope_id=scope_id, terms=terms, limit=EXPERIENCE_WINDOW, recurring=recurring
-            )
-        if not memory_hits and not experience_hits:
+            found = self._retrieve(scope_id=scope_id, query=query, beyond_window=0)
+        if not found.memory_hits and not found.experience_hits:
             return EMPTY
         return self.builder.build(
+            head=found.head,
+            memory_hits=found.memory_hits,
+            experience_hits=found.experience_hits,
+            max_bytes=max_bytes,
+        )
+
+    def _retrieve(self, *, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
+        """The hits the builder is given, best first; run inside one read snapshot. The
+        builder ignores hits past its windows, so ``beyond_window`` more of them change
+        nothing in the pack (only an explanation asks for them)."""
+        head = memory_head(scope_id=scope_id)
+        terms = analyzer.query_terms(query)
+        prompts = recent_prompt_terms(scope_id=scope_id, query=query)
+        recurring = recurring_terms(terms, prompts)
+        memory_hits = [
+            MemoryHit(
+                citation=MemoryCitation(
+                    memory_ref=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, hit.revision),
+                    entry_id=hit.entry_id,
+                    entry_version_id=hit.entry_version_id,
+                ),
+                text=hit.text,
+            )
+            for hit in memory_search_at(
+                scope_id=scope_id,
+                head=head,
+                terms=terms,
+                limit=MEMORY_WINDOW + beyond_window,
+                recurring=recurring,
+            )
+        ]
+        experience_hits = experience_search_at(
+            scope_id=scope_id,
+            terms=terms,
+            limit=EXPERIENCE_WINDOW + beyond_window,
+            recurring=recurring,
+        )
+        return _Retrieved(
             head=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, head),
             memory_hits=memory_hits,
             experience_hits=experience_hits,
-            max_bytes=max_bytes,
+            terms=terms,
+            recurring=recurring,
+            prompts=prompts,
         )
 
 
@@ -101,3 +173,65 @@ def public_payload(prepared: PreparedContext) -> dict[str, Any]:
         "content": prepared.content,
         "content_bytes": prepared.content_bytes,
     }
+
+
+def _family_terms(
+    found: _Retrieved, scope_id: str, family: str, window: int, stats: Any
+) -> FamilyExplanation:
+    """Each query term's fate in one family's search, from the counts that search used
+    (the caller's read snapshot, so the same counts)."""
+    counted = countable_terms(found.terms, found.recurring)
+    frequencies, documents = stats.term_frequencies(scope_id=scope_id, terms=counted)
+    counted_set = set(counted)
+    return FamilyExplanation(
+        family=family,
+        documents=documents,
+        window=window,
+        terms=tuple(
+            TermExplanation(
+                term=term,
+                decision=decision,
+                documents=frequencies.get(term, 0) if term in counted_set else None,
+                recent_prompts=sum(term in prompt for prompt in found.prompts),
+            )
+            for term, decision in term_decisions(
+                found.terms, frequencies, documents, found.recurring
+            )
+        ),
+    )
+
+
+def _explanation(
+    found: _Retrieved, families: tuple[FamilyExplanation, FamilyExplanation], trace: BuildTrace
+) -> PackExplanation:
+    sources: dict[tuple[str, int], tuple[dict[str, Any], str]] = {}
+    for rank, hit in enumerate(found.memory_hits, start=1):
+        citation = {
+            "memory_ref": asdict(hit.citation.memory_ref),
+            "entry_id": hit.citation.entry_id,
+            "entry_version_id": hit.citation.entry_version_id,
+        }
+        sources["memory", rank] = (citation, hit.text)
+    for rank, exp in enumerate(found.experience_hits, start=1):
+        sources["experience", rank] = ({"artifact_ref": asdict(exp.artifact_ref)}, exp.lesson)
+    hits = []
+    for decision in trace.decisions:
+        citation, text = sources[decision.family, decision.rank]
+        hits.append(
+            HitExplanation(
+                family=decision.family,
+                rank=decision.rank,
+                # One channel today: the family's order is the fts order.
+                matched_by=(ChannelMatch(FTS, decision.rank),),
+                citation=citation,
+                text=text,
+                decision=decision,
+            )
+        )
+    return PackExplanation(
+        max_bytes=trace.max_bytes,
+        recent_prompts=len(found.prompts),
+        memory=families[0],
+        experience=families[1],
+        hits=tuple(hits),
+    )

@@ -124,11 +124,60 @@ class HeadMismatchError(Exception):
     """
 
 
+# Why a hit is or is not in a pack (``PreparedContextBuilder.build_explained``). The
+# reasons are the builder's own steps, in the order it applies them.
+INCLUDED: Final = "included"
+OUTSIDE_WINDOW: Final = "outside_window"  # ranked after the family's candidate window
+UNUSABLE: Final = "unusable"  # blank text or a missing identifier
+DUPLICATE: Final = "duplicate"  # same entry version / artifact revision as a better hit
+FAMILY_LIMIT: Final = "family_limit"  # after the 8 Memory entries / 2 Experiences selected
+ITEM_LIMIT: Final = "item_limit"  # the pack already held its 8 items
+OVER_BUDGET: Final = "over_budget"  # no allowed form fitted the bytes left
+# Why an included item's content is shorter than its source.
+CUT_AT_CAP: Final = "item_cap"  # the source is over the 2000-byte item cap
+CUT_TO_FIT: Final = "budget"  # cut further so it fits the bytes left
+
+Family: TypeAlias = Literal["memory", "experience"]
+
+
+@dataclass(frozen=True, slots=True)
+class HitDecision:
+    """What the builder did with one hit.
+
+    ``rank`` is the hit's 1-based position in its family's hits as given (search order).
+    For an included hit, ``position`` is its 1-based place among the pack's items and
+    ``cut`` says why its content was truncated (None when it was not); ``duplicate_of`` is
+    the rank of the better hit a duplicate repeats. ``budget_bytes`` is what was left for
+    the item when it was placed or found too large (None when it never got that far).
+    """
+
+    family: Family
+    rank: int
+    outcome: str
+    position: int | None = None
+    cut: str | None = None
+    duplicate_of: int | None = None
+    source_bytes: int | None = None
+    item_bytes: int | None = None
+    budget_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BuildTrace:
+    """Every hit the builder was given, Memory first, each in rank order. Pure data, for
+    explaining a pack to a person; never part of the public response."""
+
+    max_bytes: int
+    decisions: tuple[HitDecision, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class _Candidate:
     citation: JsonObject
     source: str
     is_experience: bool
+    # 1-based search rank within its family; only the trace reads it.
+    rank: int = 0
 
 
 def _utf8_len(char: str) -> int:
@@ -230,6 +279,45 @@ class PreparedContextBuilder:
         experience_hits: Sequence[ExperienceHit] = (),
         max_bytes: int,
     ) -> PreparedContext:
+        return self._build(
+            head=head,
+            memory_hits=memory_hits,
+            experience_hits=experience_hits,
+            max_bytes=max_bytes,
+            recorder=None,
+        )
+
+    def build_explained(
+        self,
+        *,
+        head: ArtifactRef,
+        memory_hits: Sequence[MemoryHit],
+        experience_hits: Sequence[ExperienceHit] = (),
+        max_bytes: int,
+    ) -> tuple[PreparedContext, BuildTrace]:
+        """Exactly what :meth:`build` returns for the same input, and why: a decision for
+        every hit given, including those after the windows (the caller may pass more hits
+        than the windows hold, which :meth:`build` ignores, to show what lay just outside).
+        """
+        recorder = _Recorder(len(memory_hits), len(experience_hits))
+        prepared = self._build(
+            head=head,
+            memory_hits=memory_hits,
+            experience_hits=experience_hits,
+            max_bytes=max_bytes,
+            recorder=recorder,
+        )
+        return prepared, recorder.trace(max_bytes)
+
+    def _build(
+        self,
+        *,
+        head: ArtifactRef,
+        memory_hits: Sequence[MemoryHit],
+        experience_hits: Sequence[ExperienceHit],
+        max_bytes: int,
+        recorder: _Recorder | None,
+    ) -> PreparedContext:
         if (
             isinstance(max_bytes, bool)
             or not isinstance(max_bytes, int)
@@ -256,7 +344,7 @@ class PreparedContextBuilder:
             )
 
         candidates = _interleave(
-            _select_memory(memory_window), _select_experience(experience_window)
+            _select_memory(memory_window, recorder), _select_experience(experience_window, recorder)
         )
 
         items: list[JsonObject] = []
@@ -265,15 +353,22 @@ class PreparedContextBuilder:
         skipped_count = 0
         for candidate in candidates:
             if len(items) >= MAX_ITEMS:
-                break
+                if recorder is None:
+                    break
+                recorder.note(candidate, ITEM_LIMIT)
+                continue
             separator_bytes = 1 if items else 0
             budget = max_bytes - pack_bytes - separator_bytes
             placed = _place(candidate, budget)
             if placed is None:
                 skipped_count += 1
+                if recorder is not None:
+                    recorder.note(candidate, OVER_BUDGET, budget_bytes=budget)
                 continue
             item, item_bytes = placed
             items.append(item)
+            if recorder is not None:
+                recorder.included(candidate, item, item_bytes, budget, position=len(items))
             pack_bytes += separator_bytes + item_bytes
             if item["truncated"]:
                 truncated_count += 1
@@ -304,17 +399,23 @@ class PreparedContextBuilder:
         )
 
 
-def _select_memory(window: Sequence[MemoryHit]) -> list[_Candidate]:
+def _select_memory(
+    window: Sequence[MemoryHit], recorder: _Recorder | None = None
+) -> list[_Candidate]:
     selected: list[_Candidate] = []
-    seen: set[tuple[str, str]] = set()
-    for hit in window:
+    seen: dict[tuple[str, str], int] = {}
+    for rank, hit in enumerate(window, start=1):
         citation = hit.citation
         if _is_blank(hit.text) or not citation.entry_id or not citation.entry_version_id:
+            if recorder is not None:
+                recorder.left_out("memory", rank, UNUSABLE)
             continue
         key = (citation.entry_id, citation.entry_version_id)
         if key in seen:
+            if recorder is not None:
+                recorder.left_out("memory", rank, DUPLICATE, duplicate_of=seen[key])
             continue
-        seen.add(key)
+        seen[key] = rank
         selected.append(
             _Candidate(
                 citation={
@@ -324,6 +425,7 @@ def _select_memory(window: Sequence[MemoryHit]) -> list[_Candidate]:
                 },
                 source=hit.text,
                 is_experience=False,
+                rank=rank,
             )
         )
         if len(selected) == MAX_MEMORY_ITEMS:
@@ -331,24 +433,33 @@ def _select_memory(window: Sequence[MemoryHit]) -> list[_Candidate]:
     return selected
 
 
-def _select_experience(window: Sequence[ExperienceHit]) -> list[_Candidate]:
+def _select_experience(
+    window: Sequence[ExperienceHit], recorder: _Recorder | None = None
+) -> list[_Candidate]:
     selected: list[_Candidate] = []
-    seen: set[tuple[str, int]] = set()
-    for hit in window:
+    seen: dict[tuple[str, int], int] = {}
+    for rank, hit in enumerate(window, start=1):
         ref = hit.artifact_ref
-        if not ref.family or not ref.artifact_id:
-            continue
-        if any(_is_blank(text) for text in (hit.situation, hit.action, hit.outcome, hit.lesson)):
+        if (
+            not ref.family
+            or not ref.artifact_id
+            or any(_is_blank(text) for text in (hit.situation, hit.action, hit.outcome, hit.lesson))
+        ):
+            if recorder is not None:
+                recorder.left_out("experience", rank, UNUSABLE)
             continue
         key = (ref.artifact_id, ref.revision)
         if key in seen:
+            if recorder is not None:
+                recorder.left_out("experience", rank, DUPLICATE, duplicate_of=seen[key])
             continue
-        seen.add(key)
+        seen[key] = rank
         selected.append(
             _Candidate(
                 citation={"artifact_ref": _ref_json(ref)},
                 source=_experience_source(hit),
                 is_experience=True,
+                rank=rank,
             )
         )
         if len(selected) == MAX_EXPERIENCES:
@@ -419,3 +530,61 @@ def _largest_fitting_cut(candidate: _Candidate, budget: int) -> tuple[JsonObject
         else:
             high = middle - 1
     return best
+
+
+class _Recorder:
+    """Collects the decisions of one explained build (see ``build_explained``)."""
+
+    def __init__(self, memory_hits: int, experience_hits: int):
+        self._given: dict[Family, int] = {"memory": memory_hits, "experience": experience_hits}
+        self._decisions: dict[tuple[Family, int], HitDecision] = {}
+
+    def left_out(self, family: Family, rank: int, outcome: str, **facts: int) -> None:
+        self._decisions[family, rank] = HitDecision(family, rank, outcome, **facts)
+
+    def note(self, candidate: _Candidate, outcome: str, **facts: int) -> None:
+        self.left_out(
+            _family(candidate),
+            candidate.rank,
+            outcome,
+            source_bytes=_byte_len(candidate.source),
+            **facts,
+        )
+
+    def included(
+        self, candidate: _Candidate, item: JsonObject, item_bytes: int, budget: int, position: int
+    ) -> None:
+        source = candidate.source
+        encoded = source.encode("utf-8")
+        cut = None
+        if item["truncated"]:
+            at_cap = _utf8_prefix(encoded, _CAP_PREFIX_BYTES) + ELLIPSIS
+            cut = CUT_AT_CAP if item["content"] == at_cap else CUT_TO_FIT
+        family = _family(candidate)
+        self._decisions[family, candidate.rank] = HitDecision(
+            family,
+            candidate.rank,
+            INCLUDED,
+            position=position,
+            cut=cut,
+            source_bytes=len(encoded),
+            item_bytes=item_bytes,
+            budget_bytes=budget,
+        )
+
+    def trace(self, max_bytes: int) -> BuildTrace:
+        decisions = []
+        for family, window in (("memory", MEMORY_WINDOW), ("experience", EXPERIENCE_WINDOW)):
+            for rank in range(1, self._given[family] + 1):
+                decision = self._decisions.get((family, rank))
+                if decision is None:
+                    # Never reached by selection: after the window, or after the family's
+                    # quota was filled by better hits.
+                    outcome = OUTSIDE_WINDOW if rank > window else FAMILY_LIMIT
+                    decision = HitDecision(family, rank, outcome)
+                decisions.append(decision)
+        return BuildTrace(max_bytes=max_bytes, decisions=tuple(decisions))
+
+
+def _family(candidate: _Candidate) -> Family:
+    return "experience" if candidate.is_experience else "memory"

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from contextpack.preview import pack_preview
 from powercontext import home
 from powercontext.api import system
 from powercontext.api.metrics_view import MetricsView
@@ -33,6 +34,12 @@ urlpatterns = [
         "admin/reset/done/",
         auth_views.PasswordResetCompleteView.as_view(),
         name="password_reset_complete",
+    ),
+    # The desk's pack preview (staff only; not part of the v1 API).
+    path(
+        "admin/contextpack/preview/",
+        admin.site.admin_view(pack_preview),
+        name="contextpack_preview",
     ),
     path("admin/", admin.site.urls),
 ]

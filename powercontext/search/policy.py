@@ -125,3 +125,42 @@ def select_terms(
     # Stable sort: among equally rare terms the query's own order decides.
     known.sort(key=lambda term: document_frequency[term])
     return known[:MAX_QUERY_TERMS]
+
+
+# Why a query term is or is not searched (``term_decisions``), in the order select_terms
+# applies the rules.
+SEARCHED = "searched"
+STOP_WORD = "stop_word"  # an English function word
+RECURRING = "recurring"  # in a good share of the scope's recent prompts
+UNKNOWN = "unknown"  # in no indexed document
+TOO_COMMON = "too_common"  # in more than COMMON_TERM_SHARE of the documents
+OVER_TERM_LIMIT = "over_term_limit"  # rarer terms already filled MAX_QUERY_TERMS
+
+
+def term_decisions(
+    terms: list[str],
+    document_frequency: Mapping[str, int],
+    documents: int,
+    recurring: Collection[str] = frozenset(),
+) -> list[tuple[str, str]]:
+    """``(term, decision)`` for each of ``terms``, in query order: the reason
+    ``select_terms`` searches or leaves out each, for explaining a pack to a person. The
+    searched ones are exactly ``select_terms``' (a test holds the two together)."""
+    searched = set(select_terms(terms, document_frequency, documents, recurring))
+    limit = COMMON_TERM_SHARE * documents if documents >= MIN_DOCUMENTS_FOR_PRUNING else None
+    decisions = []
+    for term in terms:
+        if term in searched:
+            decision = SEARCHED
+        elif term in STOP_TERMS:
+            decision = STOP_WORD
+        elif term in recurring:
+            decision = RECURRING
+        elif document_frequency.get(term, 0) <= 0:
+            decision = UNKNOWN
+        elif limit is not None and document_frequency[term] > limit:
+            decision = TOO_COMMON
+        else:
+            decision = OVER_TERM_LIMIT
+        decisions.append((term, decision))
+    return decisions

@@ -156,3 +156,28 @@ def test_the_policy_module_imports_no_django():
     }
     modules |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {name for name in modules if name.split(".")[0] == "django"}
+
+
+@given(indexes(), st.data())
+def test_term_decisions_search_exactly_what_select_terms_selects(index, data):
+    terms, frequency, documents = index
+    recurring = set(data.draw(st.lists(st.sampled_from(terms)) if terms else st.just([])))
+    decisions = policy.term_decisions(terms, frequency, documents, recurring)
+    assert [term for term, _ in decisions] == terms
+    searched = {term for term, decision in decisions if decision == policy.SEARCHED}
+    assert searched == set(select_terms(terms, frequency, documents, recurring))
+
+
+def test_term_decisions_name_each_rule():
+    rare = [f"rare{n:02d}" for n in range(MAX_QUERY_TERMS + 1)]
+    frequency = {"common": 200, **{term: 1 + n for n, term in enumerate(rare)}, "boiler": 1}
+    terms = ["the", "boiler", "ghost", "common", *rare]
+    decisions = dict(policy.term_decisions(terms, frequency, 1000, recurring={"boiler"}))
+    assert decisions["the"] == policy.STOP_WORD
+    assert decisions["boiler"] == policy.RECURRING
+    assert decisions["ghost"] == policy.UNKNOWN
+    assert decisions["common"] == policy.TOO_COMMON
+    # The rarest MAX_QUERY_TERMS are searched; the one most common of them is not.
+    assert [decisions[term] for term in rare] == [policy.SEARCHED] * MAX_QUERY_TERMS + [
+        policy.OVER_TERM_LIMIT
+    ]

@@ -1,0 +1,66 @@
+"""Why a Context Pack holds what it holds: a pure description of one ``prepare``.
+
+``ScopedContextApplication.explain`` fills it from the same retrieval and the same
+builder the public operation uses; the desk's pack preview (``contextpack.preview``)
+shows it. It is for people, never part of the v1 response.
+
+Every hit records the retrieval channels that brought it and its rank in each
+(``matched_by``). Today the only channel is the full-text search (``fts``), so a hit's
+rank in its family is its fts rank; a later semantic channel adds a ``vector`` match to the
+same tuple, and ``rank`` stays the fused order the builder consumes.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextpack.builder import HitDecision
+
+FTS = "fts"
+
+
+@dataclass(frozen=True)
+class ChannelMatch:
+    """One retrieval channel's match of a hit: 1-based ``rank`` among that channel's hits."""
+
+    channel: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class TermExplanation:
+    """One query term as one family's search saw it: ``decision`` is one of
+    ``powercontext.search.policy``'s term decisions; ``documents`` how many of the family's
+    indexed documents hold it (None when it was never counted: a stop word or recurring
+    term is not looked up); ``recent_prompts`` how many of the recent prompts hold it."""
+
+    term: str
+    decision: str
+    documents: int | None
+    recent_prompts: int
+
+
+@dataclass(frozen=True)
+class FamilyExplanation:
+    family: str  # "memory" or "experience"
+    documents: int  # indexed documents of the scope in this family
+    window: int  # how many hits the builder considers
+    terms: tuple[TermExplanation, ...]
+
+
+@dataclass(frozen=True)
+class HitExplanation:
+    family: str
+    rank: int  # the hit's place in its family's search order, as the builder saw it
+    matched_by: tuple[ChannelMatch, ...]
+    citation: dict[str, Any]
+    text: str  # the source the builder renders (before any truncation)
+    decision: HitDecision
+
+
+@dataclass(frozen=True)
+class PackExplanation:
+    max_bytes: int
+    recent_prompts: int  # captured prompts looked back on for recurring terms
+    memory: FamilyExplanation
+    experience: FamilyExplanation
+    hits: tuple[HitExplanation, ...]  # Memory first, each family in rank order
