@@ -1,0 +1,355 @@
+"""The desk's pack preview (``contextpack.preview``): the exact pack prepare returns, why it
+holds what it holds, and nothing written, counted or logged."""
+
+import hashlib
+import html
+import json
+import logging
+import re
+
+import pytest
+from django.apps import apps
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.test import Client
+from django.utils.module_loading import import_string
+
+from contextpack import builder
+from powercontext import metrics
+from powercontext.models import SourceRecord
+from powercontext.search import _BACKENDS
+from powercontext.search import policy
+from tests.experience.conftest import (  # noqa: F401 - fixtures
+    approve,
+    propose,
+    reviewer,
+    reviewer_api,
+)
+
+pytestmark = pytest.mark.django_db
+
+PREVIEW = "/admin/contextpack/preview/"
+SCOPE = "git:example.com/team/preview-repo"
+PASSWORD = "pw-for-tests"
+DUPLICATING = "tests.contextpack.test_preview.DuplicatingBackend"
+
+
+class DuplicatingBackend:
+    """The engine's own backend, but every Memory hit comes back twice (as a faulty index
+    could answer): the builder's duplicate rule is what keeps the pack clean."""
+
+    def __init__(self):
+        self.real = import_string(_BACKENDS[connection.vendor])()
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def memory_match(self, **kwargs):
+        return [copy for hit in self.real.memory_match(**kwargs) for copy in (hit, hit)]
+
+
+@pytest.fixture
+def desk(reviewer):  # noqa: F811 - the fixture imported above
+    """A reviewer (the ``Experience reviewers`` group) who may log in to the admin."""
+    reviewer.is_staff = True
+    reviewer.set_password(PASSWORD)
+    reviewer.save()
+    client = Client()
+    client.force_login(reviewer)
+    return client
+
+
+def prepared_content(api, query, max_bytes=8000, scope=SCOPE):
+    response = api.post(
+        "/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": max_bytes}
+    )
+    assert response.status_code == 200, response.content
+    return json.loads(response.content)["content"]
+
+
+def preview(desk, query, max_bytes=8000, scope=SCOPE):
+    response = desk.post(PREVIEW, {"scope_id": scope, "query": query, "max_bytes": max_bytes})
+    assert response.status_code == 200, response.content
+    return response
+
+
+def page_pack(response):
+    """The pack as the page shows it, unescaped: None when the page shows no pack."""
+    found = re.search(r'<pre id="pack">(.*?)</pre>', response.content.decode(), re.DOTALL)
+    return None if found is None else html.unescape(found.group(1))
+
+
+def left_out(response):
+    return {(row.hit.family, row.hit.rank): row for row in response.context["left_out"]}
+
+
+def included(response):
+    return {(row.hit.family, row.hit.rank): row for row in response.context["included"]}
+
+
+def remember_many(remember, count, text="Importer note {n}: retry with backoff."):
+    return [remember(text.format(n=n), scope_id=SCOPE) for n in range(count)]
+
+
+def capture(api, prompt, turn):
+    digest = hashlib.sha256(json.dumps([SCOPE, "s", turn, prompt]).encode()).hexdigest()
+    api.ok(
+        "/v1/sources/content",
+        {"scope_id": SCOPE, "source_id": f"prompt:{digest}", "content": prompt},
+        status=202,
+    )
+
+
+# -- the pack is prepare's, byte for byte ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "max_bytes"),
+    [
+        ("How do we retry the importer?", 8000),
+        ("importer backoff, and the huge payroll export", 8000),  # cut at the item cap
+        ("importer backoff, and the huge payroll export", 900),  # cut to fit, over budget
+        ("Line one about the importer.\nLine two: “quotes” <b>&amp;</b> 漢字 \u2028 end", 8000),
+        ("nothing matches zebra", 8000),  # empty
+    ],
+)
+def test_the_preview_shows_exactly_what_prepare_returns(
+    api, desk, remember, query, max_bytes, settings
+):
+    remember_many(remember, 12)
+    remember("The payroll export is huge: " + "payroll rows " * 300, scope_id=SCOPE)
+    remember('Escapes: <b>&amp;</b> "quoted" \u2028 漢字 importer', scope_id=SCOPE)
+    for backend in (None, DUPLICATING):
+        settings.POWERCONTEXT_SEARCH_BACKEND = backend
+        expected = prepared_content(api, query, max_bytes)
+        response = preview(desk, query, max_bytes)
+        shown = response.context["prepared"].content
+        assert shown == expected
+        if expected is None:
+            assert page_pack(response) is None
+            assert "Empty: the hook injects nothing." in response.content.decode()
+        else:
+            assert page_pack(response).encode("utf-8") == expected.encode("utf-8")
+
+
+def test_a_textarea_prompt_is_previewed_as_the_agent_sends_it(api, desk, remember):
+    # Five captured prompts make "deploy" recurring; the sixth is this very prompt, which
+    # prepare leaves out of the history only if the preview sends its LF line breaks.
+    remember("Deploy the importer with the staging flag.", scope_id=SCOPE)
+    prompt = "deploy the importer\ndeploy it now"
+    for turn in range(4):
+        capture(api, f"deploy step {turn}", turn=str(turn))
+    capture(api, prompt, turn="same")
+    response = desk.post(
+        PREVIEW,
+        {"scope_id": SCOPE, "query": prompt.replace("\n", "\r\n"), "max_bytes": 8000},
+    )
+    assert response.context["prepared"].content == prepared_content(api, prompt)
+    assert response.context["explanation"].recent_prompts == 4
+
+
+# -- why: each hit's channel, rank and fate ---------------------------------------------
+
+
+def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
+    api, desk, remember, propose, approve  # noqa: F811
+):
+    remember_many(remember, 20)
+    for lesson in ("Importer: retry with backoff.", "Importer: alert after three failures."):
+        approve(propose(lesson, scope_id=SCOPE), scope_id=SCOPE)
+    response = preview(desk, "importer backoff")
+    page = response.content.decode()
+    shown = included(response)
+    # Interleaved M1 E1 M2 E2 M3 M4 M5 M6: the pack's eight items.
+    assert sorted(shown) == [
+        *(("experience", rank) for rank in (1, 2)),
+        *(("memory", rank) for rank in range(1, 7)),
+    ]
+    assert [row.hit.decision.position for row in response.context["included"]] == list(
+        range(1, 9)
+    )
+    assert shown["memory", 3].channels == "fts #3"
+    assert shown["experience", 2].channels == "fts #2"
+    assert all(row.reason == "whole" for row in shown.values())
+    rows = left_out(response)
+    assert {rank: rows["memory", rank].hit.decision.outcome for rank in range(7, 21)} == {
+        **dict.fromkeys((7, 8), builder.ITEM_LIMIT),
+        **dict.fromkeys(range(9, 17), builder.FAMILY_LIMIT),
+        **dict.fromkeys(range(17, 21), builder.OUTSIDE_WINDOW),
+    }
+    assert "the pack already held its 8 items" in page
+    assert "over the Memory limit: the best 8 were already chosen" in page
+    assert "outside the window: the pack considers the best 16 Memory hits" in page
+    # The pack's items are the ones the page says, in its order.
+    pack = response.context["prepared"].content
+    rendered = json.loads(pack.split("V1\n", 1)[1].rsplit("\nEND", 1)[0])["items"]
+    for row, item in zip(response.context["included"], rendered, strict=True):
+        if row.hit.family == "memory":
+            assert item["citation"]["entry_id"] == row.hit.citation["entry_id"]
+        else:
+            assert item["citation"] == row.hit.citation
+
+
+def test_duplicates_name_the_hit_they_repeat(api, desk, remember, settings):
+    remember_many(remember, 3)
+    settings.POWERCONTEXT_SEARCH_BACKEND = DUPLICATING
+    response = preview(desk, "importer")
+    rows = left_out(response)
+    assert {rank: rows["memory", rank].hit.decision.duplicate_of for rank in (2, 4, 6)} == {
+        2: 1,
+        4: 3,
+        6: 5,
+    }
+    assert {row.hit.decision.outcome for row in rows.values()} == {builder.DUPLICATE}
+    assert "duplicate of Memory #1" in response.content.decode()
+    assert sorted(included(response)) == [("memory", 1), ("memory", 3), ("memory", 5)]
+
+
+def test_truncation_at_the_cap_and_to_fit_and_over_budget(desk, remember):
+    remember("Payroll export: " + "payroll rows " * 300, scope_id=SCOPE)
+    remember("Payroll: the short rule, long enough to be cut " + "x" * 200, scope_id=SCOPE)
+    whole = preview(desk, "payroll")
+    cut = {row.hit.decision.cut for row in whole.context["included"]}
+    assert cut == {builder.CUT_AT_CAP, None}
+    assert "cut at the 2000-byte item cap" in whole.content.decode()
+
+    tight = preview(desk, "payroll", max_bytes=900)
+    [first] = tight.context["included"]
+    assert first.hit.decision.cut == builder.CUT_TO_FIT
+    assert "cut to fit the" in first.reason
+    [(_, second)] = left_out(tight).items()
+    assert second.hit.decision.outcome == builder.OVER_BUDGET
+    assert second.reason.startswith("over budget: ")
+    assert tight.context["prepared"].items_skipped_for_budget == 1
+
+
+def test_query_terms_say_why_each_was_searched_or_left_out(api, desk, remember):
+    # 60 documents: enough to call a term common; "importer" is in all of them.
+    remember_many(remember, 50)
+    # Digits: words the analyzer does not stem, so each stays a term of its own.
+    rare = [f"rare{n:02d}" for n in range(policy.MAX_QUERY_TERMS)]
+    for n, word in enumerate(rare):
+        # Each rare word in n+1 documents, so the rarest are the first ones.
+        for _ in range(1 if n < 20 else 2):
+            remember(f"Importer {word} deploy {n}.", scope_id=SCOPE)
+    remember("Importer rare99 is the least rare of the rare ones", scope_id=SCOPE)
+    remember("Importer rare99 again", scope_id=SCOPE)
+    remember("Importer rare99 thrice", scope_id=SCOPE)
+    for turn in range(policy.MIN_PROMPTS_FOR_RECURRING):
+        capture(api, f"please deploy step {turn}", turn=str(turn))
+    query = "the importer deploy zebra " + " ".join(rare) + " rare99"
+    response = preview(desk, query)
+    rows = {row["term"]: row for row in response.context["terms"]["rows"]}
+    assert "the" in response.context["terms"]["stop_words"]
+    assert "the" not in rows
+    assert rows["deploy"]["memory"].startswith("left out as a recurring instruction: in 5 of")
+    assert rows["zebra"]["memory"] == "left out: in no document"
+    assert rows["import"]["memory"].startswith("left out as too common: in ")
+    assert rows["rare99"]["memory"] == (
+        f"left out: only the {policy.MAX_QUERY_TERMS} rarest terms are searched"
+    )
+    assert all(rows[word]["memory"].startswith("searched: in ") for word in rare)
+    # Experience has no documents: its search knows none of the terms.
+    assert rows["rare99"]["experience"] == "left out: in no document"
+    assert "Function words, never searched:" in response.content.decode()
+
+
+# -- it writes, counts and logs nothing --------------------------------------------------
+
+
+def _row_counts():
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
+
+
+def test_a_preview_writes_nothing_and_is_not_counted(api, desk, remember, settings):
+    remember_many(remember, 3)
+    capture(api, "an earlier prompt about the importer", turn="0")
+    before = _row_counts()
+    prepared_before = metrics.prepare_requests.labels(
+        outcome="ready", search_mode=metrics.PREPARE_SEARCH_MODE
+    )._value.get()
+    for backend in (None, DUPLICATING):
+        settings.POWERCONTEXT_SEARCH_BACKEND = backend
+        preview(desk, "How do we retry the importer?")
+        preview(desk, "no such thing at all")
+    assert _row_counts() == before
+    assert SourceRecord.objects.count() == before["powercontext.SourceRecord"] == 1
+    assert (
+        metrics.prepare_requests.labels(
+            outcome="ready", search_mode=metrics.PREPARE_SEARCH_MODE
+        )._value.get()
+        == prepared_before
+    )
+
+
+def test_logs_hold_no_prompt_scope_or_memory(desk, remember, caplog):
+    scope = "git:secret.example.com/hidden/scope"
+    remember("The zanzibar importer retries with backoff.", scope_id=scope)
+    with caplog.at_level(logging.DEBUG):
+        response = preview(desk, "how does zanzibar retry", scope=scope)
+        desk.post(PREVIEW, {"scope_id": scope, "query": " ", "max_bytes": 8000})
+    assert response.context["prepared"].status == "ready"
+    logged = caplog.text
+    assert "/admin/contextpack/preview/" in logged  # the route is logged, so caplog sees it
+    for secret in ("zanzibar", scope, "hidden", "mem_ent_", "mem_ver_"):
+        assert secret not in logged
+
+
+# -- who may use it ----------------------------------------------------------------------
+
+
+def test_anonymous_users_are_sent_to_the_login(client):
+    for response in (
+        client.get(PREVIEW),
+        client.post(PREVIEW, {"scope_id": SCOPE, "query": "importer", "max_bytes": 8000}),
+    ):
+        assert response.status_code == 302
+        assert response["Location"].startswith("/admin/login/?next=/admin/contextpack/preview/")
+
+
+def test_non_staff_are_sent_to_the_login_and_staff_without_the_view_rights_refused(
+    django_user_model,
+):
+    client = Client()
+    user = django_user_model.objects.create_user("nobody")
+    client.force_login(user)
+    assert client.get(PREVIEW).status_code == 302
+    user.is_staff = True
+    user.save()
+    assert client.get(PREVIEW).status_code == 403
+    user.groups.add(Group.objects.get(name="Experience reviewers"))
+    assert client.get(PREVIEW).status_code == 200
+
+
+def test_the_form_is_csrf_protected(reviewer):  # noqa: F811
+    reviewer.is_staff = True
+    reviewer.save()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    body = {"scope_id": SCOPE, "query": "importer", "max_bytes": 8000}
+    assert client.post(PREVIEW, body).status_code == 403
+    page = client.get(PREVIEW)
+    assert 'method="post"' in page.content.decode()
+    token = page.cookies["csrftoken"].value
+    assert client.post(PREVIEW, {**body, "csrfmiddlewaretoken": token}).status_code == 200
+
+
+def test_the_admin_index_links_to_the_preview(desk):
+    assert f'href="{PREVIEW}"' in desk.get("/admin/").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"scope_id": SCOPE, "query": "   ", "max_bytes": 8000}, "query"),
+        ({"scope_id": "", "query": "importer", "max_bytes": 8000}, "scope_id"),
+        ({"scope_id": SCOPE, "query": "x" * 8193, "max_bytes": 8000}, "query"),
+        ({"scope_id": SCOPE, "query": "importer", "max_bytes": 100}, "max_bytes"),
+        ({"scope_id": SCOPE, "query": "importer", "max_bytes": "lots"}, "max_bytes"),
+    ],
+)
+def test_what_prepare_refuses_the_form_refuses(desk, body, field):
+    response = desk.post(PREVIEW, body)
+    assert response.status_code == 200
+    assert field in response.context["form"].errors
+    assert "prepared" not in response.context
