@@ -80,7 +80,9 @@ class _Row:
     """One hit as the page shows it."""
 
     hit: HitExplanation
-    label: str
+    label: str  # the full id, as in the pack
+    short_label: str  # what fits a table cell; the full id is its tooltip
+    revision: int
     link: str | None
     channels: str
     reason: str
@@ -120,6 +122,8 @@ def _rows(explanation: PackExplanation) -> dict[str, list[_Row]]:
         row = _Row(
             hit=hit,
             label=_label(hit),
+            short_label=_short_label(hit),
+            revision=_revision(hit),
             link=_link(hit),
             channels=", ".join(f"{m.channel} #{m.rank}" for m in hit.matched_by),
             reason=_reason(hit, explanation),
@@ -138,6 +142,22 @@ def _label(hit: HitExplanation) -> str:
         return f"{hit.citation['entry_id']} @ r{revision}"
     ref = hit.citation["artifact_ref"]
     return f"{ref['artifact_id']} r{ref['revision']}"
+
+
+# Ids are 40 characters of hex after their prefix: this many tell them apart on a page.
+SHORT_ID_CHARS = 16
+
+
+def _short_label(hit: HitExplanation) -> str:
+    if hit.family == "memory":
+        entry_id = hit.citation["entry_id"]
+        return entry_id if len(entry_id) <= SHORT_ID_CHARS + 1 else entry_id[:SHORT_ID_CHARS] + "…"
+    return hit.citation["artifact_ref"]["artifact_id"]
+
+
+def _revision(hit: HitExplanation) -> int:
+    ref = hit.citation["memory_ref" if hit.family == "memory" else "artifact_ref"]
+    return ref["revision"]
 
 
 def _link(hit: HitExplanation) -> str | None:

@@ -17,8 +17,7 @@ from django.utils.module_loading import import_string
 from contextpack import builder
 from powercontext import metrics
 from powercontext.models import SourceRecord
-from powercontext.search import _BACKENDS
-from powercontext.search import policy
+from powercontext.search import _BACKENDS, policy
 from tests.experience.conftest import (  # noqa: F401 - fixtures
     approve,
     propose,
@@ -152,7 +151,11 @@ def test_a_textarea_prompt_is_previewed_as_the_agent_sends_it(api, desk, remembe
 
 
 def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
-    api, desk, remember, propose, approve  # noqa: F811
+    api,
+    desk,
+    remember,
+    propose,
+    approve,  # noqa: F811
 ):
     remember_many(remember, 20)
     for lesson in ("Importer: retry with backoff.", "Importer: alert after three failures."):
@@ -165,9 +168,7 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
         *(("experience", rank) for rank in (1, 2)),
         *(("memory", rank) for rank in range(1, 7)),
     ]
-    assert [row.hit.decision.position for row in response.context["included"]] == list(
-        range(1, 9)
-    )
+    assert [row.hit.decision.position for row in response.context["included"]] == list(range(1, 9))
     assert shown["memory", 3].channels == "fts #3"
     assert shown["experience", 2].channels == "fts #2"
     assert all(row.reason == "whole" for row in shown.values())
