@@ -161,6 +161,8 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
     for lesson in ("Importer: retry with backoff.", "Importer: alert after three failures."):
         approve(propose(lesson, scope_id=SCOPE), scope_id=SCOPE)
     response = preview(desk, "importer backoff")
+    # Hits past the windows were fetched for the explanation; the pack is still prepare's.
+    assert response.context["prepared"].content == prepared_content(api, "importer backoff")
     page = response.content.decode()
     shown = included(response)
     # Interleaved M1 E1 M2 E2 M3 M4 M5 M6: the pack's eight items.
