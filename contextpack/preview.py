@@ -25,6 +25,7 @@ from contextpack import builder
 from contextpack.application import ScopedContextApplication
 from contextpack.explanation import HitExplanation, PackExplanation, TermExplanation
 from contextpack.serializers import PrepareContextInput
+from powercontext.exceptions import PowerContextError
 from powercontext.search import policy
 
 # What the hook asks for (hooks/powercontext_hook.py MAX_BYTES): the preview's default.
@@ -101,15 +102,25 @@ def pack_preview(request):
         form = PreviewForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
-            prepared, explanation = ScopedContextApplication().explain(
-                scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
-            )
-            context.update(
-                prepared=prepared,
-                explanation=explanation,
-                **_rows(explanation),
-                terms=_terms(explanation),
-            )
+            try:
+                prepared, explanation = ScopedContextApplication().explain(
+                    scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
+                )
+            except (builder.HeadMismatchError, PowerContextError):
+                # Prepare answers these with a 500 and no pack: the index disagrees with
+                # the head it was read with. Say so on the page, not with an error page.
+                context["failure"] = (
+                    "Prepare would fail for this prompt (internal_error, no pack): the search "
+                    "index disagrees with the Memory or Experience head. "
+                    "Run manage.py check_integrity, then manage.py rebuild_index."
+                )
+            else:
+                context.update(
+                    prepared=prepared,
+                    explanation=explanation,
+                    **_rows(explanation),
+                    terms=_terms(explanation),
+                )
     else:
         form = PreviewForm()
     context["form"] = form

@@ -6,6 +6,7 @@ import html
 import json
 import logging
 import re
+from dataclasses import replace
 
 import pytest
 from django.apps import apps
@@ -14,16 +15,11 @@ from django.db import connection
 from django.test import Client
 from django.utils.module_loading import import_string
 
-from contextpack import builder
+from contextpack import application, builder
+from memory import selectors
 from powercontext import metrics
 from powercontext.models import SourceRecord
 from powercontext.search import _BACKENDS, policy
-from tests.experience.conftest import (  # noqa: F401 - fixtures
-    approve,
-    propose,
-    reviewer,
-    reviewer_api,
-)
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +44,7 @@ class DuplicatingBackend:
 
 
 @pytest.fixture
-def desk(reviewer):  # noqa: F811 - the fixture imported above
+def desk(reviewer):
     """A reviewer (the ``Experience reviewers`` group) who may log in to the admin."""
     reviewer.is_staff = True
     reviewer.set_password(PASSWORD)
@@ -155,7 +151,7 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
     desk,
     remember,
     propose,
-    approve,  # noqa: F811
+    approve,
 ):
     remember_many(remember, 20)
     for lesson in ("Importer: retry with backoff.", "Importer: alert after three failures."):
@@ -257,6 +253,25 @@ def test_query_terms_say_why_each_was_searched_or_left_out(api, desk, remember):
     assert "Function words, never searched:" in response.content.decode()
 
 
+def test_an_index_that_disagrees_with_the_head_is_reported_not_a_server_error(
+    api, desk, remember, monkeypatch
+):
+    remember("Mismatch target entry.", scope_id=SCOPE)
+    real = selectors.memory_search_at
+
+    def stale(**kwargs):
+        return [replace(hit, revision=hit.revision + 1) for hit in real(**kwargs)]
+
+    monkeypatch.setattr(application, "memory_search_at", stale)
+    assert (
+        api.post("/v1/context/prepare", {"scope_id": SCOPE, "query": "mismatch target"}).status_code
+        == 500
+    )
+    response = preview(desk, "mismatch target")
+    assert "prepared" not in response.context
+    assert "Prepare would fail for this prompt" in response.content.decode()
+
+
 # -- it writes, counts and logs nothing --------------------------------------------------
 
 
@@ -324,7 +339,7 @@ def test_non_staff_are_sent_to_the_login_and_staff_without_the_view_rights_refus
     assert client.get(PREVIEW).status_code == 200
 
 
-def test_the_form_is_csrf_protected(reviewer):  # noqa: F811
+def test_the_form_is_csrf_protected(reviewer):
     reviewer.is_staff = True
     reviewer.save()
     client = Client(enforce_csrf_checks=True)

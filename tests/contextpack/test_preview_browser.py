@@ -5,7 +5,7 @@ prepare returns beside the reasons. The page's screenshot is kept in ``test-arti
 import pytest
 
 from tests.experience.servers import manage
-from tests.experience.test_browser import (  # noqa: F401 - fixtures
+from tests.experience.test_browser import (  # noqa: F401 - browser, server: fixtures
     ARTIFACTS,
     PASSWORD,
     _click,
