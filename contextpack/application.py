@@ -5,6 +5,9 @@ Experience heads) inside one read snapshot, and hands typed hits to the pure bui
 The query is a whole prompt: terms that recur in the scope's recent captured prompts are
 the user's boilerplate and are not searched (``powercontext.search.policy``).
 It writes nothing: no source, no memory, no cursor, no projection.
+
+``explain`` is the same operation for a person at the desk (``contextpack.preview``): the
+same pack, and why it holds what it holds (``contextpack.explanation``).
 """
 
 from dataclasses import asdict, dataclass
