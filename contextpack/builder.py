@@ -539,16 +539,21 @@ class _Recorder:
         self._given: dict[Family, int] = {"memory": memory_hits, "experience": experience_hits}
         self._decisions: dict[tuple[Family, int], HitDecision] = {}
 
-    def left_out(self, family: Family, rank: int, outcome: str, **facts: int) -> None:
-        self._decisions[family, rank] = HitDecision(family, rank, outcome, **facts)
+    def left_out(
+        self, family: Family, rank: int, outcome: str, *, duplicate_of: int | None = None
+    ) -> None:
+        self._decisions[family, rank] = HitDecision(
+            family, rank, outcome, duplicate_of=duplicate_of
+        )
 
-    def note(self, candidate: _Candidate, outcome: str, **facts: int) -> None:
-        self.left_out(
-            _family(candidate),
+    def note(self, candidate: _Candidate, outcome: str, *, budget_bytes: int | None = None) -> None:
+        family = _family(candidate)
+        self._decisions[family, candidate.rank] = HitDecision(
+            family,
             candidate.rank,
             outcome,
             source_bytes=_byte_len(candidate.source),
-            **facts,
+            budget_bytes=budget_bytes,
         )
 
     def included(
@@ -574,7 +579,11 @@ class _Recorder:
 
     def trace(self, max_bytes: int) -> BuildTrace:
         decisions = []
-        for family, window in (("memory", MEMORY_WINDOW), ("experience", EXPERIENCE_WINDOW)):
+        windows: tuple[tuple[Family, int], ...] = (
+            ("memory", MEMORY_WINDOW),
+            ("experience", EXPERIENCE_WINDOW),
+        )
+        for family, window in windows:
             for rank in range(1, self._given[family] + 1):
                 decision = self._decisions.get((family, rank))
                 if decision is None:
