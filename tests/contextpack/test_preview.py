@@ -352,8 +352,13 @@ def test_the_form_is_csrf_protected(reviewer):
     assert client.post(PREVIEW, {**body, "csrfmiddlewaretoken": token}).status_code == 200
 
 
-def test_the_admin_index_links_to_the_preview(desk):
+def test_the_admin_index_links_to_the_preview_for_those_who_may_use_it(desk, django_user_model):
     assert f'href="{PREVIEW}"' in desk.get("/admin/").content.decode()
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("staff-only", is_staff=True))
+    page = client.get("/admin/")
+    assert page.status_code == 200
+    assert PREVIEW not in page.content.decode()
 
 
 @pytest.mark.parametrize(

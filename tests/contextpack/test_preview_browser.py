@@ -56,6 +56,8 @@ def test_a_reviewer_previews_the_pack_and_sees_why(browser, server, tmp_path):  
     browser.find_element(By.NAME, "username").send_keys("pia")
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
     _click(browser, By.CSS_SELECTOR, "input[type=submit]")
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "admin-index.png"))
     _click(browser, By.LINK_TEXT, "Pack preview")
     browser.find_element(By.NAME, "scope_id").send_keys(SCOPE)
     browser.find_element(By.NAME, "query").send_keys(PROMPT)
@@ -78,7 +80,6 @@ def test_a_reviewer_previews_the_pack_and_sees_why(browser, server, tmp_path):  
     assert browser.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth"
     )
-    ARTIFACTS.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ARTIFACTS / "pack-preview.png"))
     browser.execute_script("document.getElementById('left-out').scrollIntoView()")
     assert browser.save_screenshot(str(ARTIFACTS / "pack-preview-reasons.png"))
