@@ -1,4 +1,5 @@
-"""Request plumbing: request ids, a privacy-safe access log, and the body size limit."""
+"""Request plumbing: request ids, a privacy-safe access log, the Host and Origin rule,
+and the body size limit."""
 
 import logging
 import re
@@ -8,7 +9,7 @@ import uuid
 from django.conf import settings
 from django.urls import Resolver404, resolve
 
-from powercontext import metrics
+from powercontext import metrics, origin_policy
 from powercontext.api.errors import error_code_of, json_error
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
@@ -90,4 +91,23 @@ class BodySizeLimitMiddleware:
             length = 0
         if length > settings.POWERCONTEXT_MAX_BODY_BYTES:
             return json_error(413, "payload_too_large", "The request body is too large.")
+        return self.get_response(request)
+
+
+class HostOriginMiddleware:
+    """403 ``permission_denied`` for a request whose Host or Origin is not this machine's
+    (``powercontext.origin_policy``): DNS rebinding and foreign pages, on every route,
+    the admin and the static files included."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        refused = origin_policy.refusal(
+            request.META.get("HTTP_HOST"),
+            request.META.get("HTTP_ORIGIN"),
+            settings.POWERCONTEXT_ALLOWED_HOSTS,
+        )
+        if refused is not None:
+            return json_error(403, "permission_denied", refused)
         return self.get_response(request)

@@ -8,6 +8,10 @@ Everything a deployment changes comes from the environment:
   ``oceanbase://user:pass@host:2881/db``, ``oceanbase://root@localhost/db?unix_socket=...``).
 - ``POWERCONTEXT_API_TOKEN``: the agents' bearer token. Unset, the server serves
   loopback only.
+- ``POWERCONTEXT_ALLOWED_HOSTS``: with a token only, comma-separated host names the
+  server answers besides loopback and the address it listens on (Django's
+  ``ALLOWED_HOSTS`` syntax: ``.example.com`` matches subdomains too). Requests whose
+  ``Host`` or ``Origin`` names anything else get 403 (``powercontext.origin_policy``).
 - ``POWERCONTEXT_SECRET_KEY``: Django's secret key; generated once and kept in the
   data directory when unset.
 """
@@ -16,6 +20,7 @@ import os
 from pathlib import Path
 
 from powercontext.config import data_home, database_config, secret_key
+from powercontext.origin_policy import parse_allowed_hosts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -30,8 +35,16 @@ POWERCONTEXT_MAX_BODY_BYTES = int(os.environ.get("POWERCONTEXT_MAX_BODY_BYTES", 
 DATA_UPLOAD_MAX_MEMORY_SIZE = POWERCONTEXT_MAX_BODY_BYTES
 
 DEBUG = os.environ.get("POWERCONTEXT_DEBUG") == "1"
-# The bind address is policed by `manage.py serve`; Host headers are not a security
-# boundary for a server that only agents on this machine (or behind a proxy) reach.
+# Without a token only this machine's names are served (``manage.py serve`` refuses the
+# variable then, rather than ignore it).
+POWERCONTEXT_ALLOWED_HOSTS = (
+    parse_allowed_hosts(os.environ.get("POWERCONTEXT_ALLOWED_HOSTS", ""))
+    if POWERCONTEXT_API_TOKEN
+    else []
+)
+# Host (and Origin) are checked first, by HostOriginMiddleware and /mcp's guard, with one
+# rule (powercontext/origin_policy.py): Django's list cannot say "127.0.0.0/8, any port"
+# nor answer in the API's error shape, so it lets through what that rule accepted.
 ALLOWED_HOSTS = ["*"]
 
 INSTALLED_APPS = [
@@ -53,6 +66,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "powercontext.middleware.RequestIdMiddleware",
     "powercontext.middleware.AccessLogMiddleware",
+    "powercontext.middleware.HostOriginMiddleware",
     "powercontext.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -23,3 +23,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not Django's default in-memory test database: concurrency tests need
     # several connections (threads, processes) to share one database, as in production.
     DATABASES["default"]["TEST"]["NAME"] = str(POWERCONTEXT_HOME / "test.sqlite3")  # noqa: F405
+
+# Django's test client addresses requests to "testserver"; only the suite serves that name.
+POWERCONTEXT_ALLOWED_HOSTS = [*POWERCONTEXT_ALLOWED_HOSTS, "testserver"]  # noqa: F405

@@ -14,10 +14,10 @@ request. The SDK's session manager needs its lifespan entered before it serves, 
 ASGI server would do and a2wsgi does not; ``_AsgiLoop`` drives the lifespan itself.
 
 Checked here, before the SDK sees the request, with the API's own error shape:
+- Host and Origin, first, by the rule every route follows (``powercontext.origin_policy``),
+  so a web page cannot reach the tools through DNS rebinding;
 - the bearer token, exactly as for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set): the
   agent token or a personal token; each tool then checks the caller's role;
-- without a token (loopback-only serving), Host and Origin must name this machine, so a
-  web page cannot reach the tools through DNS rebinding;
 - the body size limit (413 ``payload_too_large``);
 - the method: POST only (405 otherwise; there is no stream to GET, no session to DELETE).
 Every response carries ``X-PowerContext-Request-ID`` and gets one access-log line (method,
@@ -31,11 +31,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from powercontext import metrics
+from powercontext import metrics, origin_policy
 from powercontext.api.errors import error_body
 from powercontext.middleware import REQUEST_ID_HEADER, request_id_for
 
@@ -89,26 +88,6 @@ def _token_ok(environ: dict) -> bool:
         # A personal token is looked up in the database, on this server thread, outside
         # Django's request cycle that would close the connection.
         connections.close_all()
-
-
-def _host_of(value: str) -> str:
-    """The host part of a Host header value (``[::1]:8000`` -> ``::1``)."""
-    if value.startswith("["):
-        return value[1:].split("]", 1)[0]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-def _local_request(environ: dict) -> bool:
-    from powercontext.serving import is_loopback
-
-    host = environ.get("HTTP_HOST", "")
-    if not host or not is_loopback(_host_of(host)):
-        return False
-    origin = environ.get("HTTP_ORIGIN")
-    if origin is None:
-        return True
-    hostname = urlsplit(origin).hostname
-    return hostname is not None and is_loopback(hostname)
 
 
 class _AsgiLoop:
@@ -207,6 +186,15 @@ class McpApplication:
             self._loop = self._wsgi = None
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        refused = origin_policy.refusal(
+            environ.get("HTTP_HOST"),
+            environ.get("HTTP_ORIGIN"),
+            settings.POWERCONTEXT_ALLOWED_HOSTS,
+        )
+        if refused is not None:
+            return _error_response(
+                environ, start_response, "403 Forbidden", "permission_denied", refused
+            )
         if environ.get("REQUEST_METHOD") != "POST":
             # Stateless and JSON-only: no SSE stream to GET (the spec's answer is 405),
             # no session to DELETE. A GET stream would also hold a worker thread forever.
@@ -229,15 +217,6 @@ class McpApplication:
                     "A valid bearer token is required.",
                     [("WWW-Authenticate", 'Bearer realm="powercontext"')],
                 )
-        elif not _local_request(environ):
-            return _error_response(
-                environ,
-                start_response,
-                "403 Forbidden",
-                "permission_denied",
-                "Without an API token, /mcp answers requests addressed to this machine "
-                "only (Host and Origin must be loopback).",
-            )
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:

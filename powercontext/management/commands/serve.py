@@ -1,5 +1,6 @@
 """``manage.py serve``: migrate, then serve PowerContext with waitress."""
 
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -7,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
-from powercontext import startup
+from powercontext import origin_policy, startup
 from powercontext.serving import (
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
@@ -65,6 +66,13 @@ class Command(BaseCommand):
             check_bind_allowed(host, token_configured=bool(settings.POWERCONTEXT_API_TOKEN))
         except BindRefused as refused:
             raise CommandError(str(refused)) from None
+        if os.environ.get("POWERCONTEXT_ALLOWED_HOSTS") and not settings.POWERCONTEXT_API_TOKEN:
+            raise CommandError(
+                "POWERCONTEXT_ALLOWED_HOSTS is set but POWERCONTEXT_API_TOKEN is not: "
+                "without a token only this machine's names are served. Set the token, or "
+                "unset POWERCONTEXT_ALLOWED_HOSTS."
+            )
+        origin_policy.allow_bound_host(host)
 
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
