@@ -58,6 +58,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's assets, served from this project instead of a public CDN.
+    "drf_spectacular_sidecar",
     "memory",
     "experience",
     "contextpack",
@@ -66,6 +68,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "powercontext.middleware.RequestIdMiddleware",
     "powercontext.middleware.AccessLogMiddleware",
+    # Outside WhiteNoise and the Host check, so their responses carry the policy too.
+    "powercontext.middleware.ContentSecurityPolicyMiddleware",
     "powercontext.middleware.HostOriginMiddleware",
     "powercontext.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -77,6 +81,16 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# On every response Django answers (admin, API docs, JSON): scripts, styles, images and
+# connections from this origin only, so no script from elsewhere runs beside a reviewer's
+# session and CSRF token. Inline styles stay allowed: Swagger UI and the admin set style
+# attributes; inline scripts do not (the docs page loads its start-up script as a file).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 
 ROOT_URLCONF = "powercontext.urls"
 
@@ -139,6 +153,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "SearchModeEnum": ["auto", "fts", "vector", "hybrid"],
         "MatchedByEnum": ["fts"],

@@ -1,12 +1,13 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from contextpack.preview import pack_preview
 from powercontext import home
 from powercontext.api import system
 from powercontext.api.metrics_view import MetricsView
+from powercontext.api.schema import CachedSchemaView
 
 v1 = [
     path("capabilities", system.CapabilitiesView.as_view()),
@@ -22,8 +23,10 @@ urlpatterns = [
     path("health/ready", system.HealthReadyView.as_view()),
     path("v1/", include(v1)),
     path("metrics", MetricsView.as_view()),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/schema/", CachedSchemaView.as_view(), name="schema"),
+    # The split view serves its start-up script as a file (``?script``), not inline, so
+    # the page runs under a script-src 'self' policy (CONTENT_SECURITY_POLICY in settings).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     # The one-time set-password link of `manage.py reviewer --set-password-link`.
     path(
         "admin/reset/<uidb64>/<token>/",

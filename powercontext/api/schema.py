@@ -1,7 +1,12 @@
-"""OpenAPI pieces shared by every operation: the bearer scheme and the error shape."""
+"""OpenAPI pieces shared by every operation: the bearer scheme and the error shape; and
+the schema view, which generates the document once per process."""
 
+import threading
+
+from django.http import HttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
 
 
@@ -68,3 +73,33 @@ def responses(ok: dict, *errors: int) -> dict:
             ErrorResponseSchema, description=_ERROR_DESCRIPTIONS[status]
         )
     return result
+
+
+class CachedSchemaView(SpectacularAPIView):
+    """``/api/schema/``, generated and rendered once per process and format.
+
+    It is unauthenticated, and generating it costs about 0.1 s of a worker thread (YAML
+    rendering 40 ms more): answered afresh, anyone on the machine could keep the threads
+    busy with it. The document depends on the code only: the API is unversioned and in
+    English, so the ``version`` and ``lang`` parameters are not honoured (they would also
+    make the cache unbounded).
+    """
+
+    _lock = threading.Lock()
+    _rendered: dict[type, tuple[bytes, str, str]] = {}
+
+    @extend_schema(exclude=True)
+    def get(self, request, *args, **kwargs):
+        renderer = request.accepted_renderer
+        with self._lock:
+            cached = self._rendered.get(type(renderer))
+            if cached is None:
+                generator = self.generator_class(urlconf=self.urlconf, patterns=self.patterns)
+                schema = generator.get_schema(request=None, public=self.serve_public)
+                body = renderer.render(schema, renderer.media_type, self.get_renderer_context())
+                cached = (body, renderer.media_type, self._get_filename(request, None))
+                self._rendered[type(renderer)] = cached
+        body, media_type, filename = cached
+        response = HttpResponse(body, content_type=f"{media_type}; charset=utf-8")
+        response["Content-Disposition"] = f'inline; filename="{filename}"'
+        return response
