@@ -17,6 +17,7 @@ Everything a deployment changes comes from the environment:
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from powercontext.config import data_home, database_config, secret_key
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "drf_spectacular",
     # Swagger UI's assets, served from this project instead of a public CDN.
@@ -80,6 +82,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "powercontext.login_throttle.LoginBusyMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into its 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 # On every response Django answers (admin, API docs, JSON): scripts, styles, images and
@@ -112,6 +117,24 @@ TEMPLATES = [
 WSGI_APPLICATION = "powercontext.wsgi.application"
 
 DATABASES = {"default": database_config(POWERCONTEXT_HOME)}
+
+# Admin logins (powercontext/login_throttle.py): django-axes refuses a client address or a
+# username after AXES_FAILURE_LIMIT failures, before any password hash; then at most one
+# password is hashed at a time, so a flood of guesses cannot take the agents' threads.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "powercontext.login_throttle.BoundedModelBackend",
+]
+# Attempts are counted in this process's memory (one serving process; a restart forgets
+# them): no database write per failed guess, none beside the agents' writes on SQLite.
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_FAILURE_LIMIT = 5
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # either one, not the pair
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "powercontext.login_throttle.lockout_response"
+# axes.W001: a per-process cache is what is meant here (see AXES_HANDLER).
+SILENCED_SYSTEM_CHECKS = ["axes.W001"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -176,6 +199,9 @@ LOGGING = {
         # candidate and entry ids; the access log records the 403 by its route.
         "django.security.csrf": {"handlers": [], "level": "CRITICAL", "propagate": False},
         "powercontext": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # django-axes names the username and address of each failed login;
+        # powercontext.login logs the lockouts without them.
+        "axes": {"handlers": [], "level": "CRITICAL", "propagate": False},
         "waitress": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # The MCP SDK (``/mcp``) names the tool a caller asked for at INFO, and an unknown
         # tool's name is caller data; its warnings and errors still show.

@@ -1,0 +1,81 @@
+"""Admin logins that cannot starve the agents.
+
+Checking a password costs a full PBKDF2 hash (about 0.3-0.5 s of a core, more for an
+unknown user, which is hashed anyway so timing does not tell who exists). On the 4 worker
+threads of ``manage.py serve`` a handful of clients posting wrong passwords would keep
+every thread hashing, and the hook's ``prepare`` (1.5 s budget) would wait behind them.
+Two defences:
+
+- **Throttling** (django-axes, configured in settings): after ``AXES_FAILURE_LIMIT``
+  failures from one client address, or for one username, further attempts are refused
+  with 429 ``throttled`` *before* any hash, until the cool-off ends.
+- **A bounded gate** around the hash itself (``BoundedModelBackend``): at most
+  ``HASHING_CONCURRENCY`` passwords are checked at once; a login arriving while the gate is
+  full is refused at once with 429 (``Retry-After: 1``) instead of waiting on a worker
+  thread. Even many addresses and usernames, each under the limit, keep the other threads
+  and a core free for the agents' routes.
+"""
+
+import logging
+import threading
+
+from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import PermissionDenied
+
+from powercontext.api.errors import json_error
+
+HASHING_CONCURRENCY = 1
+_hashing = threading.BoundedSemaphore(HASHING_CONCURRENCY)
+# Set on a request whose login was refused because the gate was full.
+_BUSY_ATTRIBUTE = "powercontext_login_busy"
+
+logger = logging.getLogger("powercontext.login")
+
+
+class BoundedModelBackend(ModelBackend):
+    """Django's password check, at most ``HASHING_CONCURRENCY`` at a time, never queued."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if not _hashing.acquire(blocking=False):
+            if request is not None:
+                setattr(request, _BUSY_ATTRIBUTE, True)
+            # Stops authenticate() here; the failure still counts towards the lockout.
+            raise PermissionDenied
+        try:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        finally:
+            _hashing.release()
+
+
+class LoginBusyMiddleware:
+    """429 for a login the gate refused: the login form would otherwise answer "wrong
+    password", which it was not."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if getattr(request, _BUSY_ATTRIBUTE, False):
+            logger.warning("login refused: another password check is in progress (429)")
+            response = json_error(
+                429, "throttled", "Another login is being checked; try again in a moment."
+            )
+            response["Retry-After"] = "1"
+        return response
+
+
+def lockout_response(request, original_response, credentials):
+    """``AXES_LOCKOUT_CALLABLE``: the API's error shape, without the username or address
+    in the answer or the log."""
+    logger.warning("login locked out after repeated failures (429)")
+    response = json_error(
+        429,
+        "throttled",
+        "Too many failed logins from this client or for this user; try again later.",
+    )
+    response["Retry-After"] = str(LOCKOUT_SECONDS)
+    return response
+
+
+LOCKOUT_SECONDS = 15 * 60
