@@ -1,14 +1,14 @@
 """Admin logins that cannot starve the agents.
 
-Checking a password costs a full PBKDF2 hash (about 0.3-0.5 s of a core, more for an
-unknown user, which is hashed anyway so timing does not tell who exists). On the 4 worker
-threads of ``manage.py serve`` a handful of clients posting wrong passwords would keep
+Checking a password costs a full PBKDF2 hash (0.5 to 1 s of a core on a loaded 2-core
+machine; an unknown username is hashed too, so timing does not tell who exists). On the 4
+worker threads of ``manage.py serve`` a handful of clients posting wrong passwords would keep
 every thread hashing, and the hook's ``prepare`` (1.5 s budget) would wait behind them.
 Two defences:
 
-- **Throttling** (django-axes, configured in settings): after ``AXES_FAILURE_LIMIT``
-  failures from one client address, or for one username, further attempts are refused
-  with 429 ``throttled`` *before* any hash, until the cool-off ends.
+- **Throttling** (django-axes, configured in settings): from the ``AXES_FAILURE_LIMIT``-th
+  failure from one client address, or for one username, on, attempts are refused with
+  429 ``throttled`` *before* any hash, until the cool-off (``AXES_COOLOFF_TIME``) ends.
 - **A bounded gate** around the hash itself (``BoundedModelBackend``): at most
   ``HASHING_CONCURRENCY`` passwords are checked at once; a login arriving while the gate is
   full is refused at once with 429 (``Retry-After: 1``) instead of waiting on a worker
@@ -19,6 +19,7 @@ Two defences:
 import logging
 import threading
 
+from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 
@@ -74,8 +75,5 @@ def lockout_response(request, original_response, credentials):
         "throttled",
         "Too many failed logins from this client or for this user; try again later.",
     )
-    response["Retry-After"] = str(LOCKOUT_SECONDS)
+    response["Retry-After"] = str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
     return response
-
-
-LOCKOUT_SECONDS = 15 * 60
