@@ -170,7 +170,7 @@ class McpApplication:
                     stateless_http=True,
                     json_response=True,
                     max_request_body_size=settings.POWERCONTEXT_MAX_BODY_BYTES,
-                    # Host and Origin are checked above, with the token policy in view.
+                    # Host and Origin are checked above, by the rule every route follows.
                     transport_security=TransportSecuritySettings(
                         enable_dns_rebinding_protection=False
                     ),
