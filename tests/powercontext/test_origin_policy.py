@@ -107,13 +107,11 @@ def test_local_requests_are_served(client):
     assert response.status_code == 200
 
 
-def test_listed_hosts_are_honoured_only_with_a_token():
+def test_listed_hosts_are_honoured_only_with_a_token(tmp_path):
     # settings.py decides at import; run it in a child with each environment.
     code = "from django.conf import settings; print(settings.POWERCONTEXT_ALLOWED_HOSTS)"
     for token, expected in (("t0ken", "['pc.example']"), ("", "[]")):
-        env = _env_for_settings(
-            POWERCONTEXT_ALLOWED_HOSTS="pc.example", POWERCONTEXT_API_TOKEN=token
-        )
+        env = _env(tmp_path, POWERCONTEXT_ALLOWED_HOSTS="pc.example", POWERCONTEXT_API_TOKEN=token)
         out = subprocess.run(
             [sys.executable, "-c", "import django; django.setup(); " + code],
             env=env,
@@ -123,20 +121,6 @@ def test_listed_hosts_are_honoured_only_with_a_token():
             check=True,
         ).stdout.strip()
         assert out == expected, token
-
-
-def _env_for_settings(**overrides):
-    import os
-    import tempfile
-
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="powercontext.settings",
-        POWERCONTEXT_HOME=tempfile.mkdtemp(prefix="pc-origin-"),
-        **overrides,
-    )
-    env.pop("POWERCONTEXT_DATABASE_URL", None)
-    return env
 
 
 # -- a real server --------------------------------------------------------------------
