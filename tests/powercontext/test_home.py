@@ -65,6 +65,8 @@ def test_old_captures_are_not_counted(client, captured):
 
 def test_links_and_connect_commands_carry_this_servers_url(client, settings):
     settings.POWERCONTEXT_API_TOKEN = "t0ken-never-shown"
+    # With a token, a name other than loopback is served once the operator lists it.
+    settings.POWERCONTEXT_ALLOWED_HOSTS = ["pc.example.com"]
     page = client.get("/", HTTP_HOST="pc.example.com:8443", secure=True)
     body = page.content.decode()
     for href in ('href="/admin/"', 'href="/api/docs/"', 'href="/metrics"'):
