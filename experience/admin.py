@@ -3,6 +3,10 @@ proposal beside its evidence, and approve / reject / revise, each behind a confi
 step. The actions call the same services as the HTTP API and report their domain errors
 as messages. Staff with the view permission but not ``experience.review_candidate`` see
 everything and can decide nothing. Approved Experience is browsable, read-only.
+
+Stored text is shown with ``visible_text.reveal`` (hidden characters marked, long words
+wrapped by the desk's stylesheet) and edited through ``StoredTextField`` (an untouched
+field comes back byte for byte); Memory evidence is read through ``memory.selectors``.
 """
 
 import json
@@ -12,28 +16,33 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from rest_framework import serializers
 
 from experience import services
 from experience.models import Candidate, CandidateStatus, CandidateVersion
 from experience.selectors import current_version, proposal_of
-from experience.values import (
-    EXPERIENCE_FAMILY,
-    PROPOSAL_FIELD_MAX_CHARS,
-    PROPOSAL_FIELDS,
-    REASON_MAX_CHARS,
-    Proposal,
+from experience.serializers import (
+    CandidateRejectInput,
+    CandidateReviseInput,
+    ExperienceProposalSchema,
 )
-from memory.admin import ReadOnlyAdmin, excerpt
+from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
+from memory.selectors import memory_revision_cited
 from powercontext.artifacts import revision_content
+from powercontext.desk import DESK_CSS, ReadOnlyAdmin, human_datetime
 from powercontext.exceptions import PowerContextError
 from powercontext.models import ArtifactRevision, SourceRecord
+from powercontext.visible_text import breaks_are_crlf, editable, excerpt, reveal, submitted
 
 from .models import Experience
+
+LESSON_EXCERPT_CHARS = 160
 
 # -- the queue ------------------------------------------------------------------------
 
@@ -92,42 +101,112 @@ class DecisionForm(forms.Form):
     expected_version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
 
 
+class StoredTextField(forms.CharField):
+    """Stored text edited in a textarea (or carried in a hidden input) exactly: written
+    with ``visible_text.editable`` and read back with ``visible_text.submitted``, so an
+    untouched field returns the stored text, NUL, CRs and hidden characters included.
+    Limits are not checked here but by the API's own fields (``_api_errors``)."""
+
+    def __init__(self, *, crlf: bool = False, **kwargs):
+        self.crlf = crlf
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "class": "pc-edit"}))
+        super().__init__(strip=False, **kwargs)
+        # NUL is data (the API accepts it): Django's form default would refuse it.
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+
+    def prepare_value(self, value):
+        return editable(value, crlf=self.crlf) if isinstance(value, str) else value
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return submitted(value, crlf=self.crlf)
+
+
+MARKER_HELP = (
+    "Characters a browser would hide or change (NUL, a lone CR, bidi and zero-width "
+    "characters) are shown as markers such as ⟨U+0000⟩ or ⟨U+202E⟩ and written back as "
+    "those characters; type a marker to insert one."
+)
+
+
+def _api_errors(form: forms.Form, checks: dict[str, Any]) -> None:
+    """Add the errors the HTTP API would give for these values (its own fields, so the
+    desk counts and refuses exactly as the API does)."""
+    for name, (field, value) in checks.items():
+        try:
+            field.run_validation(value)
+        except serializers.ValidationError as error:
+            detail = error.detail
+            for message in detail if isinstance(detail, list) else [detail]:
+                form.add_error(name, str(message))
+
+
 class RejectForm(DecisionForm):
-    reason = forms.CharField(
-        max_length=REASON_MAX_CHARS,
-        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+    reason = StoredTextField(
         help_text="Required: why this is not a lesson worth recalling.",
+        widget=forms.Textarea(attrs={"rows": 4, "class": "pc-edit"}),
     )
-
-
-def _proposal_field() -> forms.CharField:
-    return forms.CharField(
-        max_length=PROPOSAL_FIELD_MAX_CHARS,
-        strip=False,
-        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
-    )
-
-
-class ReviseForm(DecisionForm):
-    situation = _proposal_field()
-    action = _proposal_field()
-    outcome = _proposal_field()
-    lesson = _proposal_field()
-    reason = forms.CharField(
-        max_length=REASON_MAX_CHARS,
-        required=False,
-        strip=False,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
-        help_text="Optional; left empty keeps the proposal's reason.",
-    )
-    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean(self):
         data = super().clean()
-        for name in PROPOSAL_FIELDS:
-            if name in data and not data[name].strip():
-                self.add_error(name, "Must contain a non-space character.")
+        if "reason" in data:
+            _api_errors(self, {"reason": (CandidateRejectInput().fields["reason"], data["reason"])})
         return data
+
+
+class ReviseForm(DecisionForm):
+    """A new version of the proposal, edited from ``original`` (the current version)."""
+
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, original: CandidateVersion, hidden: bool = False, **kwargs):
+        self.original = original
+        self.original_reason = original.reason or ""
+        super().__init__(*args, **kwargs)
+        for name in (*PROPOSAL_FIELDS, "reason"):
+            stored = self.original_reason if name == "reason" else getattr(original, name)
+            widget = (
+                forms.HiddenInput()
+                if hidden
+                else forms.Textarea(
+                    attrs={"rows": 2 if name == "reason" else 5, "class": "pc-edit"}
+                )
+            )
+            self.fields[name] = StoredTextField(
+                crlf=breaks_are_crlf(stored),
+                required=name != "reason",
+                widget=widget,
+                help_text=(
+                    "Optional; left empty keeps the proposal's reason." if name == "reason" else ""
+                ),
+            )
+        self.order_fields(["expected_version", *PROPOSAL_FIELDS, "reason", "confirmed"])
+
+    def clean(self):
+        data = super().clean()
+        proposal = ExperienceProposalSchema()
+        checks = {
+            name: (proposal.fields[name], data[name]) for name in PROPOSAL_FIELDS if name in data
+        }
+        if data.get("reason"):
+            checks["reason"] = (CandidateReviseInput().fields["reason"], data["reason"])
+        _api_errors(self, checks)
+        return data
+
+    def proposal(self) -> Proposal:
+        return Proposal(**{name: self.cleaned_data[name] for name in PROPOSAL_FIELDS})
+
+    def reason(self) -> str | None:
+        """None keeps the previous version's reason (the service's rule)."""
+        return self.cleaned_data["reason"] or None
+
+    def changes_nothing(self) -> bool:
+        reason = self.reason()
+        return self.proposal() == proposal_of(self.original) and (
+            reason is None or reason == self.original_reason
+        )
 
 
 # -- the candidate pages --------------------------------------------------------------
@@ -136,21 +215,24 @@ class ReviseForm(DecisionForm):
 @admin.register(Candidate)
 class CandidateAdmin(admin.ModelAdmin):
     list_display = (
-        "candidate_id",
+        "candidate_link",
         "lesson_excerpt",
-        "scope_id",
-        "status",
+        "scope_label",
+        "status_label",
         "version",
-        "created_at",
+        "created",
         "decided_by_username",
     )
-    list_display_links = ("candidate_id", "lesson_excerpt")
+    list_display_links = ("candidate_link", "lesson_excerpt")
     list_filter = (StatusFilter, ScopeFilter)
     search_fields = ("=candidate_id", "=scope_id")
     ordering = ("-created_at", "candidate_id")
     show_facets = admin.ShowFacets.ALWAYS
     change_list_template = "admin/experience/candidate/change_list.html"
     list_per_page = 50
+
+    class Media:
+        css = DESK_CSS
 
     def has_add_permission(self, request):
         return False
@@ -169,9 +251,29 @@ class CandidateAdmin(admin.ModelAdmin):
         ).values("lesson")[:1]
         return super().get_queryset(request).annotate(current_lesson=Subquery(lesson))
 
-    @admin.display(description="lesson")
+    @admin.display(description="candidate", ordering="candidate_id")
+    def candidate_link(self, obj):
+        # The id is long and says little: a short form, the whole id in the tooltip.
+        short = obj.candidate_id if len(obj.candidate_id) <= 14 else obj.candidate_id[:13] + "…"
+        return format_html(
+            '<span class="pc-id" title="{}">{}</span>', obj.candidate_id, reveal(short)
+        )
+
+    @admin.display(description="lesson (the whole proposal is on its page)")
     def lesson_excerpt(self, obj):
-        return excerpt(obj.current_lesson or "")
+        return reveal(excerpt(obj.current_lesson or "", LESSON_EXCERPT_CHARS))
+
+    @admin.display(description="scope", ordering="scope_id")
+    def scope_label(self, obj):
+        return reveal(obj.scope_id)
+
+    @admin.display(description="status", ordering="status")
+    def status_label(self, obj):
+        return obj.status
+
+    @admin.display(description="proposed", ordering="created_at")
+    def created(self, obj):
+        return human_datetime(obj.created_at)
 
     def changelist_view(self, request, extra_context=None):
         scope = request.GET.get(ScopeFilter.parameter_name)
@@ -218,6 +320,7 @@ class CandidateAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": f"Candidate {candidate.candidate_id}",
+            "media": self.media,
             "candidate": candidate,
             "version": version,
             "proposal_fields": [
@@ -239,6 +342,7 @@ class CandidateAdmin(admin.ModelAdmin):
             "can_decide": services.can_review(request.user)
             and candidate.status == CandidateStatus.PENDING,
             "detail_url": reverse("admin:experience_candidate_change", args=[quote(candidate.pk)]),
+            "marker_help": MARKER_HELP,
             **extra,
         }
 
@@ -258,6 +362,11 @@ class CandidateAdmin(admin.ModelAdmin):
             raise DjangoPermissionDenied
         return candidate
 
+    def _back(self, candidate: Candidate):
+        return HttpResponseRedirect(
+            reverse("admin:experience_candidate_change", args=[quote(candidate.pk)])
+        )
+
     def _done(self, request, candidate: Candidate, call, success: str):
         """Run one service call; report its domain error as a message, never a 500."""
         try:
@@ -268,9 +377,7 @@ class CandidateAdmin(admin.ModelAdmin):
             self.message_user(request, text, messages.ERROR)
         else:
             self.message_user(request, success, messages.SUCCESS)
-        return HttpResponseRedirect(
-            reverse("admin:experience_candidate_change", args=[quote(candidate.pk)])
-        )
+        return self._back(candidate)
 
     def approve_view(self, request, object_id):
         candidate = self._decision(request, object_id)
@@ -317,7 +424,8 @@ class CandidateAdmin(admin.ModelAdmin):
 
     def revise_view(self, request, object_id):
         """Edit, then confirm: the first POST shows the new version for confirmation, the
-        second (``confirmed``) writes it."""
+        second (``confirmed``) writes it. A submission that changes nothing writes
+        nothing and says so."""
         candidate = self._decision(request, object_id)
         version = current_version(candidate)
         initial = {
@@ -325,10 +433,17 @@ class CandidateAdmin(admin.ModelAdmin):
             **proposal_of(version).as_payload(),
             "reason": version.reason or "",
         }
-        form = ReviseForm(request.POST or None, initial=initial)
+        form = ReviseForm(request.POST or None, initial=initial, original=version)
         stage = "edit"
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
+            if data["expected_version"] == candidate.version and form.changes_nothing():
+                self.message_user(
+                    request,
+                    f"No changes: version {candidate.version} stays as it is, nothing written.",
+                    messages.INFO,
+                )
+                return self._back(candidate)
             if data["confirmed"]:
                 return self._done(
                     request,
@@ -337,16 +452,14 @@ class CandidateAdmin(admin.ModelAdmin):
                         scope_id=candidate.scope_id,
                         candidate_id=candidate.candidate_id,
                         expected_version=data["expected_version"],
-                        proposal=Proposal(**{name: data[name] for name in PROPOSAL_FIELDS}),
-                        reason=data["reason"] or None,
+                        proposal=form.proposal(),
+                        reason=form.reason(),
                         reviewer=request.user,
                     ),
                     f"Revised: version {data['expected_version'] + 1} is now pending review.",
                 )
             stage = "confirm"
-            form = ReviseForm(initial={**data, "confirmed": True})
-            for field in form.fields.values():
-                field.widget = forms.HiddenInput()
+            form = ReviseForm(initial={**data, "confirmed": True}, original=version, hidden=True)
         return TemplateResponse(
             request,
             "admin/experience/candidate/revise.html",
@@ -367,54 +480,64 @@ def _refs(stored: str) -> list[dict]:
 
 
 def _admin_link(viewname: str, pk: Any, label: str):
-    return format_html('<a href="{}">{}</a>', reverse(viewname, args=[quote(pk)]), label)
+    return format_html('<a href="{}">{}</a>', reverse(viewname, args=[quote(pk)]), reveal(label))
 
 
 def _source_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
+    label = f"{ref['name']}:{ref['source_id']}"
     record = SourceRecord.objects.filter(
         scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]
     ).first()
     if record is None:
-        return {"ref": ref, "link": None, "preview": "not captured in this scope"}
+        return {"label": reveal(label), "link": None, "preview": "not captured in this scope"}
     content = json.loads(record.payload).get("content", "")
     return {
-        "ref": ref,
-        "link": _admin_link(
-            "admin:powercontext_sourcerecord_change", record.pk, f"{ref['name']}:{ref['source_id']}"
-        ),
+        "label": reveal(label),
+        "link": _admin_link("admin:powercontext_sourcerecord_change", record.pk, label),
         "preview": excerpt(content, 400),
+        "captured": human_datetime(record.created_at),
     }
 
 
+def _state_phrase(then: str, now: str) -> str:
+    """``active at cited revision; retired now`` (one phrase when nothing changed)."""
+    if then == now:
+        return f"{then} at the cited revision and now"
+    return f"{then} at the cited revision; {now} now"
+
+
 def _artifact_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
+    label = f"{ref['family']}/{ref['artifact_id']}@{ref['revision']}"
     revision = ArtifactRevision.objects.filter(
         scope_id=scope_id,
         family=ref["family"],
         artifact_id=ref["artifact_id"],
         revision=ref["revision"],
     ).first()
-    label = f"{ref['family']}/{ref['artifact_id']}@{ref['revision']}"
     if revision is None:
-        return {"ref": ref, "link": None, "entries": [], "preview": "no such revision"}
-    entries = []
+        return {"label": reveal(label), "link": None, "entries": [], "preview": "no such revision"}
+    cited = []
     if ref["family"] == "memory":
-        from memory.models import MemoryEntryVersion
-
-        changed = [
-            change["to_entry_version_id"] or change["from_entry_version_id"]
-            for change in revision_content(revision).get("changes", [])
-        ]
-        entries = [
-            {
-                "link": _admin_link("admin:memory_memoryentryversion_change", v.pk, v.entry_id),
-                "text": excerpt(v.text, 400),
-            }
-            for v in MemoryEntryVersion.objects.filter(entry_version_id__in=changed)
-        ]
+        cited = memory_revision_cited(scope_id=scope_id, revision=ref["revision"])
     return {
-        "ref": ref,
+        "label": reveal(label),
         "link": _admin_link("admin:powercontext_artifactrevision_change", revision.pk, label),
-        "entries": entries,
+        "entries": [
+            {
+                "link": _admin_link(
+                    "admin:memory_memoryentryversion_change",
+                    entry.entry_version_id,
+                    f"{entry.entry_id} v{entry.version}",
+                ),
+                "op": entry.op,
+                "state_now": entry.state_now,
+                "state": _state_phrase(entry.state_at_revision, entry.state_now),
+                "newer": entry.version_now is not None and entry.version_now != entry.version,
+                "version_now": entry.version_now,
+                "text": excerpt(entry.text, 400),
+            }
+            for entry in cited
+        ],
         "preview": "",
     }
 
@@ -425,7 +548,7 @@ def _experience_link(scope_id: str, artifact_id: str | None, revision: int | Non
     head = Experience.objects.filter(scope_id=scope_id, artifact_id=artifact_id).first()
     label = f"{EXPERIENCE_FAMILY}/{artifact_id}@{revision}"
     if head is None:
-        return label
+        return reveal(label)
     return _admin_link("admin:experience_experience_change", head.pk, label)
 
 
@@ -434,11 +557,11 @@ def _experience_link(scope_id: str, artifact_id: str | None, revision: int | Non
 
 @admin.register(Experience)
 class ExperienceAdmin(ReadOnlyAdmin):
-    list_display = ("artifact_id", "lesson", "revision", "scope_id", "updated_at")
+    list_display = ("artifact_id", "lesson", "revision", "scope_label", "updated")
     search_fields = ("=artifact_id", "=scope_id")
     ordering = ("-updated_at", "artifact_id")
-    fields = ("artifact_id", "scope_id", "revision", "updated_at", "current", "history")
-    readonly_fields = ("current", "history")
+    fields = ("artifact_id", "scope_label", "revision", "updated", "current", "history")
+    readonly_fields = ("scope_label", "updated", "current", "history")
 
     def get_queryset(self, request):
         content = ArtifactRevision.objects.filter(
@@ -451,7 +574,17 @@ class ExperienceAdmin(ReadOnlyAdmin):
 
     @admin.display(description="lesson")
     def lesson(self, obj):
-        return excerpt(json.loads(obj.head_content)["lesson"]) if obj.head_content else "-"
+        if not obj.head_content:
+            return "-"
+        return reveal(excerpt(json.loads(obj.head_content)["lesson"], LESSON_EXCERPT_CHARS))
+
+    @admin.display(description="scope", ordering="scope_id")
+    def scope_label(self, obj):
+        return reveal(obj.scope_id)
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj):
+        return human_datetime(obj.updated_at)
 
     @admin.display(description="current revision")
     def current(self, obj):
@@ -473,17 +606,16 @@ class ExperienceAdmin(ReadOnlyAdmin):
             approval = approvals.get(revision.revision)
             who = (
                 format_html(
-                    "approved by {} at {} from {}",
+                    "approved by {} on {} from {}",
                     approval.decided_by_username,
-                    approval.decided_at,
+                    human_datetime(approval.decided_at),
                     _admin_link("admin:experience_candidate_change", approval.pk, approval.pk),
                 )
                 if approval
                 else "no approving candidate"
             )
             parts.append(
-                format_html(
-                    "<div><h4>Revision {} ({}) · {}</h4>{}</div>",
+                (
                     revision.revision,
                     _admin_link(
                         "admin:powercontext_artifactrevision_change", revision.pk, "record"
@@ -492,12 +624,17 @@ class ExperienceAdmin(ReadOnlyAdmin):
                     _experience_block(revision_content(revision)),
                 )
             )
-        return format_html("{}", format_html("".join(["{}"] * len(parts)), *parts))
+        return format_html_join(
+            "", '<div class="pc-history"><h4>Revision {} ({}) · {}</h4>{}</div>', parts
+        )
 
 
 def _experience_block(content: dict):
-    rows = "".join(["<dt>{}</dt><dd style='white-space:pre-wrap'>{}</dd>"] * len(PROPOSAL_FIELDS))
-    values = []
-    for name in PROPOSAL_FIELDS:
-        values += [name.capitalize(), content[name]]
-    return format_html("<dl>" + rows + "</dl>", *values)
+    return format_html(
+        '<dl class="pc-fields">{}</dl>',
+        format_html_join(
+            "",
+            '<dt>{}</dt><dd class="pc-text">{}</dd>',
+            ((name.capitalize(), reveal(content[name])) for name in PROPOSAL_FIELDS),
+        ),
+    )

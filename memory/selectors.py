@@ -299,3 +299,132 @@ def memory_search(
             for hit in hits
         ],
     }
+
+
+# -- the review desk's reads (browsing only) --------------------------------------------
+
+# What the desk calls a manifest state: "inactive" is what a retire leaves behind.
+STATE_LABELS = {ManifestState.ACTIVE.value: "active", ManifestState.INACTIVE.value: "retired"}
+
+
+def state_label(state: str | None) -> str:
+    """``active``, ``retired``, or ``absent`` (the entry did not exist at that revision)."""
+    return "absent" if state is None else STATE_LABELS.get(state, state)
+
+
+@dataclass(frozen=True)
+class EntryChange:
+    """One change of one entry: what the revision did to it and why."""
+
+    revision: int
+    op: str
+    entry_version_id: str
+    version: int
+    state: str
+    reason: str | None
+    at: Any
+
+
+def memory_entry_history(*, scope_id: str, entry_id: str) -> list[EntryChange]:
+    """Every change of an entry, oldest first, with the reason its revision recorded."""
+    rows = list(
+        MemoryManifestRow.objects.select_related("entry_version")
+        .filter(scope_id=scope_id, entry_id=entry_id)
+        .order_by("valid_from")
+    )
+    revisions = {
+        item.revision: item
+        for item in ArtifactRevision.objects.filter(
+            scope_id=scope_id,
+            family=MEMORY_FAMILY,
+            artifact_id=MEMORY_ARTIFACT_ID,
+            revision__in=[row.valid_from for row in rows],
+        )
+    }
+    history = []
+    for row in rows:
+        revision = revisions.get(row.valid_from)
+        changes = revision_content(revision).get("changes", []) if revision else []
+        change = next((c for c in changes if c.get("entry_id") == entry_id), {})
+        history.append(
+            EntryChange(
+                revision=row.valid_from,
+                op=change.get("op", "?"),
+                entry_version_id=row.entry_version_id,
+                version=row.entry_version.version,
+                state=state_label(row.state),
+                reason=change.get("reason"),
+                at=revision.created_at if revision else None,
+            )
+        )
+    return history
+
+
+@dataclass(frozen=True)
+class CitedEntry:
+    """An entry a Memory revision changed, as a reviewer weighs it as evidence: its text
+    in that revision and its state then and now."""
+
+    entry_id: str
+    entry_version_id: str
+    version: int
+    text: str
+    op: str
+    state_at_revision: str
+    state_now: str
+    version_now: int | None
+
+
+def memory_states_at(*, scope_id: str, entry_ids: Collection[str], revision: int) -> dict:
+    """``entry_id -> (state label, version)`` of the entries in the manifest of
+    ``revision``; an entry missing from the result did not exist then."""
+    rows = MemoryManifestRow.objects.select_related("entry_version").filter(
+        _valid_at(revision), scope_id=scope_id, entry_id__in=list(entry_ids)
+    )
+    return {row.entry_id: (state_label(row.state), row.entry_version.version) for row in rows}
+
+
+def memory_revision_cited(*, scope_id: str, revision: int) -> list[CitedEntry]:
+    """The entries Memory revision ``revision`` changed, each with its state at that
+    revision and at the head now. ArtifactNotFound when the scope has no such revision."""
+    found = ArtifactRevision.objects.filter(
+        scope_id=scope_id,
+        family=MEMORY_FAMILY,
+        artifact_id=MEMORY_ARTIFACT_ID,
+        revision=revision,
+    ).first()
+    if found is None:
+        raise ArtifactNotFound()
+    changes = revision_content(found).get("changes", [])
+    version_ids = [
+        change.get("to_entry_version_id") or change.get("from_entry_version_id")
+        for change in changes
+    ]
+    versions = {
+        version.entry_version_id: version
+        for version in MemoryEntryVersion.objects.filter(entry_version_id__in=version_ids)
+    }
+    entry_ids = [change["entry_id"] for change in changes]
+    then = memory_states_at(scope_id=scope_id, entry_ids=entry_ids, revision=revision)
+    now = memory_states_at(
+        scope_id=scope_id, entry_ids=entry_ids, revision=memory_head(scope_id=scope_id)
+    )
+    cited = []
+    for change, version_id in zip(changes, version_ids, strict=True):
+        version = versions.get(version_id)
+        if version is None:
+            continue
+        state_now, version_now = now.get(change["entry_id"], ("absent", None))
+        cited.append(
+            CitedEntry(
+                entry_id=change["entry_id"],
+                entry_version_id=version.entry_version_id,
+                version=version.version,
+                text=version.text,
+                op=change.get("op", "?"),
+                state_at_revision=then.get(change["entry_id"], ("absent", None))[0],
+                state_now=state_now,
+                version_now=version_now,
+            )
+        )
+    return cited

@@ -1,5 +1,8 @@
 """The reviewer's desk in the Django admin (DESIGN.md §8)."""
 
+import html
+import re
+
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Group, Permission
@@ -123,7 +126,7 @@ def test_reject_requires_a_reason(desk, propose):
     candidate = propose()
     blank = desk.post(_action(candidate, "reject"), {"expected_version": 1, "reason": "  "})
     assert blank.status_code == 200
-    assert b"This field is required" in blank.content
+    assert b"Must contain a non-space character" in blank.content
     assert Candidate.objects.get(pk=candidate["candidate_id"]).status == "pending"
     desk.post(_action(candidate, "reject"), {"expected_version": 1, "reason": "Anecdote."})
     rejected = Candidate.objects.get(pk=candidate["candidate_id"])
@@ -188,3 +191,144 @@ def test_reviewer_group_has_the_review_permission():
     group = Group.objects.get(name="Experience reviewers")
     assert group.permissions.filter(codename="review_candidate").exists()
     assert Permission.objects.filter(codename="view_experience").exists()
+
+
+# -- stored text, exactly (issue 14.5 / 14.6) ------------------------------------------
+
+TEXTAREA = re.compile(r'<textarea name="(\w+)"[^>]*>\n?(.*?)</textarea>', re.S)
+HIDDEN = re.compile(r'<input type="hidden" name="(\w+)" value="([^"]*)"', re.S)
+
+
+def _as_browser_submits(raw: str) -> str:
+    """What a browser submits for a form value written as ``raw`` in the page: the HTML
+    parser turns CRLF and CR into LF and NUL into U+FFFD, the form encoding submits every
+    line break as CRLF (tests/powercontext/test_visible_text.py checks the same model)."""
+    parsed = html.unescape(raw).replace("\r\n", "\n").replace("\r", "\n")
+    return parsed.replace("\x00", "\ufffd").replace("\n", "\r\n")
+
+
+def _submit_as_is(page: bytes, pattern=TEXTAREA) -> dict[str, str]:
+    fields = dict(HIDDEN.findall(page.decode()))
+    fields.pop("csrfmiddlewaretoken", None)
+    fields.update(pattern.findall(page.decode()))
+    return {name: _as_browser_submits(value) for name, value in fields.items()}
+
+
+TRICKY = {
+    "situation": "Line one\nline two\rafter a lone CR\r\nand CRLF.",
+    "action": "Kept a NUL \x00 byte and ⟨U+0000⟩ written literally.",
+    "outcome": "Windows text\r\nwith CRLF\r\nonly.",
+    "lesson": "Bidi \u202egnp.exe and a zero\u200bwidth space.",
+}
+
+
+def test_revise_without_edits_writes_nothing(desk, propose):
+    candidate = propose(proposal=TRICKY)
+    form = desk.get(_action(candidate, "revise"))
+    assert b"\x00" not in form.content
+    posted = desk.post(_action(candidate, "revise"), _submit_as_is(form.content), follow=True)
+    assert b"No changes" in posted.content
+    assert CandidateVersion.objects.filter(candidate_id=candidate["candidate_id"]).count() == 1
+    version = CandidateVersion.objects.get(candidate_id=candidate["candidate_id"])
+    assert {name: getattr(version, name) for name in TRICKY} == TRICKY
+
+
+def test_revise_of_one_field_keeps_the_others_byte_for_byte(desk, propose):
+    candidate = propose(proposal=TRICKY)
+    fields = _submit_as_is(desk.get(_action(candidate, "revise")).content)
+    fields["lesson"] = "A reworded lesson.\r\nSecond line."
+    preview = desk.post(_action(candidate, "revise"), fields)
+    assert b"Version 2 will read" in preview.content
+    confirmed = _submit_as_is(preview.content, pattern=HIDDEN)
+    desk.post(_action(candidate, "revise"), confirmed)
+    version = CandidateVersion.objects.get(candidate_id=candidate["candidate_id"], version=2)
+    assert version.lesson == "A reworded lesson.\nSecond line."
+    for name in ("situation", "action", "outcome"):
+        assert getattr(version, name) == TRICKY[name], name
+
+
+def test_a_full_length_field_with_newlines_can_be_revised(desk, propose):
+    long_field = ("x" * 9 + "\n") * 800  # 8,000 characters, 800 of them line breaks
+    candidate = propose(proposal={**TRICKY, "situation": long_field})
+    fields = _submit_as_is(desk.get(_action(candidate, "revise")).content)
+    fields["lesson"] = "Changed."
+    preview = desk.post(_action(candidate, "revise"), fields)
+    assert b"Version 2 will read" in preview.content, preview.content.decode()[-3000:]
+    desk.post(_action(candidate, "revise"), _submit_as_is(preview.content, pattern=HIDDEN))
+    version = CandidateVersion.objects.get(candidate_id=candidate["candidate_id"], version=2)
+    assert version.situation == long_field
+
+
+def test_revise_refuses_what_the_api_refuses(desk, propose):
+    candidate = propose()
+    fields = _submit_as_is(desk.get(_action(candidate, "revise")).content)
+    too_long = desk.post(_action(candidate, "revise"), {**fields, "lesson": "x" * 8001})
+    assert b"no more than 8000 characters" in too_long.content
+    blank = desk.post(_action(candidate, "revise"), {**fields, "lesson": " \r\n "})
+    assert b"Must contain a non-space character" in blank.content
+    assert CandidateVersion.objects.filter(candidate_id=candidate["candidate_id"]).count() == 1
+
+
+def test_reject_reason_counts_line_breaks_once(desk, propose):
+    candidate = propose()
+    reason = "why\r\n" * 400  # 1,600 characters as the API counts them, 2,000 as CRLF
+    desk.post(_action(candidate, "reject"), {"expected_version": 1, "reason": reason + "x" * 399})
+    rejected = Candidate.objects.get(pk=candidate["candidate_id"])
+    assert rejected.status == "rejected"
+    assert rejected.decision_reason == "why\n" * 400 + "x" * 399
+
+
+def test_detail_marks_hidden_characters_and_stays_escaped(desk, propose):
+    candidate = propose(
+        proposal={**TRICKY, "outcome": "<script>alert(1)</script> " + "y" * 7900}
+    )
+    page = desk.get(_detail(candidate)).content.decode()
+    assert "\u202e" not in page
+    assert "\u200b" not in page
+    assert "⟨U+202E⟩" in page
+    assert "⟨U+200B⟩" in page
+    assert "⟨U+0000⟩" in page
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "powercontext/desk.css" in page
+    # The stored text is untouched.
+    version = CandidateVersion.objects.get(candidate_id=candidate["candidate_id"])
+    assert version.lesson == TRICKY["lesson"]
+
+
+HUMAN = re.compile(r'<time datetime="[^"]+"[^>]*>\d{1,2} \w{3} \d{4}, \d\d:\d\d UTC</time>')
+
+
+def test_queue_and_detail_show_human_dates(desk, propose, approve):
+    candidate = propose("Dated lesson.")
+    approve(propose("Approved lesson."))
+    raw = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+    for url in (QUEUE, QUEUE + "?status=all", _detail(candidate)):
+        page = desk.get(url).content.decode()
+        assert not raw.search(page), url
+        assert HUMAN.search(page), url
+    experiences = desk.get("/admin/experience/experience/").content.decode()
+    assert not raw.search(experiences)
+
+
+def test_evidence_says_a_cited_entry_was_retired_since(desk, api, propose, remember):
+    memory = remember("Importer retries live in jobs/nightly.py.")
+    candidate = propose(artifact_refs=[memory["memory"]])
+    fresh = desk.get(_detail(candidate)).content.decode()
+    assert "active at the cited revision and now" in fresh
+    api.ok(
+        "/v1/memory/entries/retire",
+        {"scope_id": SCOPE, "citation": memory["entry"]["citation"], "reason": "Moved."},
+    )
+    page = desk.get(_detail(candidate)).content.decode()
+    assert "active at the cited revision; retired now" in page
+    assert "Importer retries live in jobs/nightly.py." in page
+
+
+def test_queue_truncates_long_lessons(desk, propose):
+    lesson = "word " * 200
+    candidate = propose(lesson)
+    queue = desk.get(QUEUE).content.decode()
+    assert lesson.strip() not in queue
+    assert "word word" in queue
+    assert lesson in html.unescape(desk.get(_detail(candidate)).content.decode())

@@ -1,0 +1,38 @@
+"""What every page of the review desk shares: read-only admin pages, one date format, and
+the desk's stylesheet (long words wrap, hidden characters are marked)."""
+
+from datetime import datetime
+
+from django.contrib import admin
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+DESK_CSS = {"all": ["powercontext/desk.css"]}
+
+
+def human_datetime(value: datetime | None) -> SafeString | str:
+    """One date format for the whole desk, ``1 Dec 2026, 06:35 UTC``, with the exact
+    instant in the ``datetime`` attribute and the tooltip."""
+    if value is None:
+        return "-"
+    local = timezone.localtime(value)
+    exact = local.isoformat(timespec="seconds")
+    shown = f"{local.day} {local:%b %Y, %H:%M} {local.tzname()}"
+    return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, shown)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Browse only: these rows are written by services and never edited by hand."""
+
+    class Media:
+        css = DESK_CSS
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
