@@ -1,138 +1,263 @@
-"""Read-only admin for Memory and the kernel records it is made of (DESIGN.md §8).
+"""The Memory browser: read-only admin pages for Memory and the kernel records it is made
+of (DESIGN.md §8).
 
-Memory is browsable (entries and their version history, revisions and their changes,
-captured sources) but changed only through ``memory.services``: nothing here can add,
-change or delete. The generic kernel models (``ArtifactRevision``, ``SourceRecord``) are
-registered here because Memory revisions and prompt sources are most of what they hold;
-Experience revisions are browsed from the Experience pages and link here.
+Entries are listed by scope with their state now (active, retired, or superseded by a
+newer version), kind and version; each entry's page shows its whole history with the
+reason every change recorded; revisions list their changes. Nothing here can add, change
+or delete: Memory changes only through ``memory.services`` (the HTTP API). The generic
+kernel models (``ArtifactRevision``, ``SourceRecord``) are registered here because Memory
+revisions and prompt sources are most of what they hold; Experience revisions are
+browsed from the Experience pages and link here.
 """
 
 import json
 
 from django.contrib import admin
+from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from memory.models import MemoryEntryVersion, MemoryManifestRow
+from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
+from memory.selectors import memory_entry_history, state_label
+from powercontext.desk import ReadOnlyAdmin, human_datetime
 from powercontext.models import ArtifactRevision, SourceRecord
+from powercontext.visible_text import excerpt, reveal
 
-EXCERPT_CHARS = 120
-
-
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+SUPERSEDED = "superseded"
 
 
 def pretty_json(text: str):
-    return format_html("<pre>{}</pre>", json.dumps(json.loads(text), indent=2, ensure_ascii=False))
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Browse only: these rows are written by services and never edited by hand."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    shown = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    return format_html('<pre class="pc-text">{}</pre>', reveal(shown))
 
 
 def entry_version_link(entry_version_id: str, label: str | None = None):
     url = reverse("admin:memory_memoryentryversion_change", args=[entry_version_id])
-    return format_html('<a href="{}">{}</a>', url, label or entry_version_id)
+    return format_html('<a href="{}">{}</a>', url, reveal(label or entry_version_id))
+
+
+def _state_badge(label: str):
+    return format_html('<span class="pc-state-{}">{}</span>', label, label)
+
+
+class ScopeFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "scope"
+
+    def lookups(self, request, model_admin):
+        scopes = model_admin.model.objects.order_by("scope_id").values_list("scope_id", flat=True)
+        return [(scope, scope) for scope in scopes.distinct()]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset if value is None else queryset.filter(scope_id=value)
+
+
+class StateFilter(admin.SimpleListFilter):
+    """Current versions by default (one row per entry); older versions on request."""
+
+    title = "state now"
+    parameter_name = "state"
+    CURRENT = "current"
+    ALL = "all"
+
+    def lookups(self, request, model_admin):
+        return [
+            (self.CURRENT, "Current (active or retired)"),
+            ("active", "Active"),
+            ("retired", "Retired"),
+            (SUPERSEDED, "Superseded versions"),
+            (self.ALL, "All versions"),
+        ]
+
+    def choices(self, changelist):
+        current = self.value() or self.CURRENT
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": current == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value() or self.CURRENT
+        if value == self.ALL:
+            return queryset
+        if value == self.CURRENT:
+            return queryset.exclude(state_now=SUPERSEDED)
+        return queryset.filter(state_now=value)
 
 
 @admin.register(MemoryEntryVersion)
 class MemoryEntryVersionAdmin(ReadOnlyAdmin):
     list_display = (
-        "entry_id",
-        "version",
+        "entry_label",
+        "state_badge",
         "kind",
+        "version",
         "text_excerpt",
-        "scope_id",
-        "created_in_revision",
+        "scope_label",
+        "created",
     )
-    list_filter = ("kind",)
+    list_display_links = ("entry_label", "text_excerpt")
+    list_filter = (StateFilter, ScopeFilter, "kind")
     search_fields = ("=entry_id", "=entry_version_id", "=scope_id", "text")
-    ordering = ("scope_id", "entry_id", "version")
+    ordering = ("scope_id", "entry_id", "-version")
     fields = (
-        "entry_version_id",
         "entry_id",
+        "state_badge",
         "version",
-        "scope_id",
+        "scope_label",
         "kind",
-        "text",
+        "stored_text",
         "source_refs",
         "artifact_refs",
+        "entry_version_id",
         "content_hash",
         "created_in_revision",
-        "created_at",
+        "created",
         "history",
-        "manifest",
     )
-    readonly_fields = ("history", "manifest")
+    readonly_fields = ("state_badge", "scope_label", "stored_text", "created", "history")
+
+    def get_queryset(self, request):
+        # The entry's open manifest row says what it is now; a version without one was
+        # replaced by a newer version of the same entry.
+        open_row = MemoryManifestRow.objects.filter(
+            entry_version=OuterRef("pk"), valid_to__isnull=True
+        ).values("state")[:1]
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(open_state=Subquery(open_row))
+            .annotate(
+                state_now=Case(
+                    When(open_state=ManifestState.ACTIVE, then=Value("active")),
+                    When(open_state=ManifestState.INACTIVE, then=Value("retired")),
+                    default=Value(SUPERSEDED),
+                    output_field=CharField(),
+                )
+            )
+        )
+
+    @admin.display(description="entry", ordering="entry_id")
+    def entry_label(self, obj):
+        return format_html('<span class="pc-id">{}</span>', reveal(obj.entry_id))
+
+    @admin.display(description="state now", ordering="state_now")
+    def state_badge(self, obj):
+        return _state_badge(getattr(obj, "state_now", None) or SUPERSEDED)
 
     @admin.display(description="text")
     def text_excerpt(self, obj):
-        return excerpt(obj.text)
+        return reveal(excerpt(obj.text))
 
-    @admin.display(description="version history")
+    @admin.display(description="scope", ordering="scope_id")
+    def scope_label(self, obj):
+        return reveal(obj.scope_id)
+
+    @admin.display(description="text")
+    def stored_text(self, obj):
+        return format_html('<div class="pc-text">{}</div>', reveal(obj.text))
+
+    @admin.display(description="written", ordering="created_at")
+    def created(self, obj):
+        return human_datetime(obj.created_at)
+
+    @admin.display(description="history (oldest first)")
     def history(self, obj):
-        versions = MemoryEntryVersion.objects.filter(
-            scope_id=obj.scope_id, entry_id=obj.entry_id
-        ).order_by("version")
-        return format_html_join(
+        rows = format_html_join(
             "",
-            "<div>v{} (revision {}): {}</div>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class='pc-text'>{}</td>"
+            "<td>{}</td></tr>",
             (
                 (
-                    v.version,
-                    v.created_in_revision,
-                    entry_version_link(v.entry_version_id, excerpt(v.text, 80)),
+                    _revision_link(obj.scope_id, change.revision),
+                    change.op,
+                    entry_version_link(change.entry_version_id, f"v{change.version}"),
+                    _state_badge(change.state),
+                    reveal(change.reason) if change.reason else "-",
+                    human_datetime(change.at),
                 )
-                for v in versions
+                for change in memory_entry_history(scope_id=obj.scope_id, entry_id=obj.entry_id)
             ),
         )
-
-    @admin.display(description="in revisions")
-    def manifest(self, obj):
-        rows = obj.manifest_rows.order_by("valid_from")
-        return format_html_join(
-            "",
-            "<div>{} from revision {} to {}</div>",
-            ((row.state, row.valid_from, row.valid_to or "head") for row in rows),
+        return format_html(
+            '<table class="pc-history" id="entry-history"><thead><tr><th>Revision</th>'
+            "<th>Change</th><th>Version</th><th>State after</th><th>Reason</th><th>When</th>"
+            "</tr></thead><tbody>{}</tbody></table>",
+            rows,
         )
+
+
+def _revision_link(scope_id: str, revision: int):
+    found = ArtifactRevision.objects.filter(
+        scope_id=scope_id, family="memory", artifact_id="memory", revision=revision
+    ).first()
+    if found is None:
+        return str(revision)
+    url = reverse("admin:powercontext_artifactrevision_change", args=[found.pk])
+    return format_html('<a href="{}">{}</a>', url, revision)
 
 
 @admin.register(MemoryManifestRow)
 class MemoryManifestRowAdmin(ReadOnlyAdmin):
-    list_display = ("entry_id", "entry_version_id", "state", "valid_from", "valid_to", "scope_id")
-    list_filter = ("state",)
+    list_display = ("entry_id", "entry_version_id", "state_badge", "valid_from", "valid_to")
+    list_filter = ("state", ScopeFilter)
     search_fields = ("=entry_id", "=scope_id")
     ordering = ("scope_id", "entry_id", "valid_from")
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj):
+        return _state_badge(state_label(obj.state))
 
 
 @admin.register(ArtifactRevision)
 class ArtifactRevisionAdmin(ReadOnlyAdmin):
-    list_display = ("family", "artifact_id", "revision", "scope_id", "created_at")
-    list_filter = ("family",)
+    list_display = ("family", "artifact_id", "revision", "change_summary", "scope_label", "created")
+    list_filter = ("family", ScopeFilter)
     search_fields = ("=artifact_id", "=scope_id")
     ordering = ("scope_id", "family", "artifact_id", "-revision")
     fields = (
-        "scope_id",
+        "scope_label",
         "family",
         "artifact_id",
         "revision",
-        "created_at",
+        "created",
         "changes",
         "pretty_content",
         "previous_hash",
         "revision_hash",
     )
-    readonly_fields = ("changes", "pretty_content")
+    readonly_fields = ("scope_label", "created", "changes", "pretty_content")
+
+    @admin.display(description="scope", ordering="scope_id")
+    def scope_label(self, obj):
+        return reveal(obj.scope_id)
+
+    @admin.display(description="written", ordering="created_at")
+    def created(self, obj):
+        return human_datetime(obj.created_at)
+
+    @admin.display(description="changes")
+    def change_summary(self, obj):
+        if obj.family != "memory":
+            return "-"
+        rows = json.loads(obj.content).get("changes", [])
+        return format_html_join(
+            ", ",
+            "{} {}{}",
+            (
+                (
+                    change["op"],
+                    reveal(change["entry_id"]),
+                    format_html(" ({})", reveal(excerpt(change["reason"], 60)))
+                    if change.get("reason")
+                    else "",
+                )
+                for change in rows
+            ),
+        )
 
     @admin.display(description="changes")
     def changes(self, obj):
@@ -141,14 +266,16 @@ class ArtifactRevisionAdmin(ReadOnlyAdmin):
         rows = json.loads(obj.content).get("changes", [])
         return format_html_join(
             "",
-            "<div>{} {}: {} → {} {}</div>",
+            "<div class='pc-text'>{} {}: {} → {}{}</div>",
             (
                 (
                     change["op"],
-                    change["entry_id"],
+                    reveal(change["entry_id"]),
                     _version_or_dash(change["from_entry_version_id"]),
                     _version_or_dash(change["to_entry_version_id"]),
-                    f"({change['reason']})" if change.get("reason") else "",
+                    format_html(" (reason: {})", reveal(change["reason"]))
+                    if change.get("reason")
+                    else "",
                 )
                 for change in rows
             ),
@@ -165,11 +292,20 @@ def _version_or_dash(entry_version_id):
 
 @admin.register(SourceRecord)
 class SourceRecordAdmin(ReadOnlyAdmin):
-    list_display = ("source_id", "source_type", "position", "scope_id", "created_at")
+    list_display = ("source_id", "source_type", "position", "scope_label", "created")
+    list_filter = (ScopeFilter,)
     search_fields = ("=source_id", "=scope_id")
     ordering = ("scope_id", "-position")
-    fields = ("scope_id", "source_type", "source_id", "position", "created_at", "pretty_payload")
-    readonly_fields = ("pretty_payload",)
+    fields = ("scope_label", "source_type", "source_id", "position", "created", "pretty_payload")
+    readonly_fields = ("scope_label", "created", "pretty_payload")
+
+    @admin.display(description="scope", ordering="scope_id")
+    def scope_label(self, obj):
+        return reveal(obj.scope_id)
+
+    @admin.display(description="captured", ordering="created_at")
+    def created(self, obj):
+        return human_datetime(obj.created_at)
 
     @admin.display(description="payload")
     def pretty_payload(self, obj):
