@@ -221,7 +221,7 @@ class CandidateAdmin(admin.ModelAdmin):
         "status_label",
         "version",
         "created",
-        "decided_by_username",
+        "decided_by",
     )
     list_display_links = ("candidate_link", "lesson_excerpt")
     list_filter = (StatusFilter, ScopeFilter)
@@ -254,12 +254,12 @@ class CandidateAdmin(admin.ModelAdmin):
     @admin.display(description="candidate", ordering="candidate_id")
     def candidate_link(self, obj):
         # The id is long and says little: a short form, the whole id in the tooltip.
-        short = obj.candidate_id if len(obj.candidate_id) <= 14 else obj.candidate_id[:13] + "…"
+        short = obj.candidate_id if len(obj.candidate_id) <= 11 else obj.candidate_id[:10] + "…"
         return format_html(
             '<span class="pc-id" title="{}">{}</span>', obj.candidate_id, reveal(short)
         )
 
-    @admin.display(description="lesson (the whole proposal is on its page)")
+    @admin.display(description="lesson")
     def lesson_excerpt(self, obj):
         return reveal(excerpt(obj.current_lesson or "", LESSON_EXCERPT_CHARS))
 
@@ -274,6 +274,10 @@ class CandidateAdmin(admin.ModelAdmin):
     @admin.display(description="proposed", ordering="created_at")
     def created(self, obj):
         return human_datetime(obj.created_at)
+
+    @admin.display(description="decided by", ordering="decided_by_username")
+    def decided_by(self, obj):
+        return reveal(obj.decided_by_username) if obj.decided_by_username else "-"
 
     def changelist_view(self, request, extra_context=None):
         scope = request.GET.get(ScopeFilter.parameter_name)

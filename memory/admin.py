@@ -142,7 +142,9 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="entry", ordering="entry_id")
     def entry_label(self, obj):
-        return format_html('<span class="pc-id">{}</span>', reveal(obj.entry_id))
+        # Ids are long and alike: a short form, the whole id in the tooltip and the page.
+        short = obj.entry_id if len(obj.entry_id) <= 15 else obj.entry_id[:14] + "…"
+        return format_html('<span class="pc-id" title="{}">{}</span>', obj.entry_id, reveal(short))
 
     @admin.display(description="state now", ordering="state_now")
     def state_badge(self, obj):

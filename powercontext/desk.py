@@ -18,8 +18,16 @@ def human_datetime(value: datetime | None) -> SafeString | str:
         return "-"
     local = timezone.localtime(value)
     exact = local.isoformat(timespec="seconds")
-    shown = f"{local.day} {local:%b %Y, %H:%M} {local.tzname()}"
-    return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, shown)
+    # Two unbreakable halves: a narrow column wraps between date and time, never inside.
+    return format_html(
+        '<time datetime="{}" title="{}"><span>{} {}</span> <span>{} {}</span></time>',
+        exact,
+        exact,
+        local.day,
+        f"{local:%b %Y},",
+        f"{local:%H:%M}",
+        local.tzname(),
+    )
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
