@@ -99,7 +99,14 @@ def test_desk_queue_detail_and_revise_in_a_browser(browser, server, tmp_path):
     for lesson in lessons:
         _propose(server, proposal(lesson))
     wide = _propose(server, {**proposal("Wrap long words."), "situation": LONG_LINE})
-    tricky = _propose(server, TRICKY)
+    status, memory = server.post(
+        "v1/memory/remember",
+        {"scope_id": SCOPE, "kind": "note", "text": "Attachments are scanned on upload."},
+    )
+    assert status == 200, memory
+    tricky = _propose(server, TRICKY, artifact_refs=[memory["memory"]])
+    retire = {"scope_id": SCOPE, "citation": memory["entry"]["citation"], "reason": "Moved."}
+    assert server.post("v1/memory/entries/retire", retire)[0] == 200
 
     _log_in(browser, server, tmp_path, "/admin/experience/candidate/")
     for width in (1400, 900):
@@ -127,6 +134,9 @@ def test_desk_queue_detail_and_revise_in_a_browser(browser, server, tmp_path):
     assert mark.text == "⟨U+202E⟩"
     action = browser.find_element(By.CSS_SELECTOR, "#proposal .proposal-action").text
     assert "⟨U+202E⟩gnp.exe" in action
+    evidence = browser.find_element(By.ID, "evidence").text
+    assert "Attachments are scanned on upload." in evidence
+    assert "active at the cited revision; retired now" in evidence
     _shot(browser, "desk-candidate-bidi.png")
 
     # Revise, submit without touching anything: nothing is written.
@@ -193,7 +203,7 @@ def test_memory_browser_in_a_browser(browser, server, tmp_path):
     _click(browser, By.PARTIAL_LINK_TEXT, "The importer runs at 02:00")
     history = browser.find_element(By.ID, "entry-history").text
     assert "The importer was replaced by a stream." in history
-    assert "retire" in history
+    assert "retired" in history
     scroll_width, inner_width = _fits(browser)
     assert scroll_width <= inner_width, (scroll_width, inner_width)
     _shot(browser, "desk-memory-entry.png")
