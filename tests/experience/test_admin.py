@@ -296,7 +296,12 @@ def test_detail_marks_hidden_characters_and_stays_escaped(desk, propose):
     assert version.lesson == TRICKY["lesson"]
 
 
-HUMAN = re.compile(r'<time datetime="[^"]+"[^>]*>\d{1,2} \w{3} \d{4}, \d\d:\d\d UTC</time>')
+TIME = re.compile(r'<time datetime="[^"]+"[^>]*>(.*?)</time>', re.S)
+HUMAN = re.compile(r"\d{1,2} \w{3} \d{4}, \d\d:\d\d UTC")
+
+
+def _shown_times(page: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", shown) for shown in TIME.findall(page)]
 
 
 def test_queue_and_detail_show_human_dates(desk, propose, approve):
@@ -306,7 +311,9 @@ def test_queue_and_detail_show_human_dates(desk, propose, approve):
     for url in (QUEUE, QUEUE + "?status=all", _detail(candidate)):
         page = desk.get(url).content.decode()
         assert not raw.search(page), url
-        assert HUMAN.search(page), url
+        shown = _shown_times(page)
+        assert shown, url
+        assert all(HUMAN.fullmatch(time) for time in shown), (url, shown)
     experiences = desk.get("/admin/experience/experience/").content.decode()
     assert not raw.search(experiences)
 
