@@ -279,9 +279,7 @@ def test_reject_reason_counts_line_breaks_once(desk, propose):
 
 
 def test_detail_marks_hidden_characters_and_stays_escaped(desk, propose):
-    candidate = propose(
-        proposal={**TRICKY, "outcome": "<script>alert(1)</script> " + "y" * 7900}
-    )
+    candidate = propose(proposal={**TRICKY, "outcome": "<script>alert(1)</script> " + "y" * 7900})
     page = desk.get(_detail(candidate)).content.decode()
     assert "\u202e" not in page
     assert "\u200b" not in page
