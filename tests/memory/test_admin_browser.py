@@ -98,3 +98,30 @@ def test_revisions_list_their_changes_with_reasons(browsing):
     assert "The release day moved." in page
     assert "The importer was replaced by a stream." in page
     assert not re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", page)
+
+
+def test_record_pages_show_no_raw_datetimes(browsing, api):
+    from powercontext.models import ArtifactRevision, SourceRecord
+
+    api.ok(
+        "/v1/sources/content",
+        {"scope_id": "scope-a", "source_id": "prompt-1", "content": "A prompt."},
+        status=202,
+    )
+    client = browsing["client"]
+    raw = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+    pages = [ENTRIES, "/admin/memory/memorymanifestrow/", "/admin/powercontext/sourcerecord/"]
+    pages += [
+        f"/admin/powercontext/artifactrevision/{row.pk}/change/"
+        for row in ArtifactRevision.objects.all()
+    ]
+    pages += [
+        f"/admin/powercontext/sourcerecord/{quote(row.pk)}/change/"
+        for row in SourceRecord.objects.all()
+    ]
+    version_id = browsing["kept"]["entry"]["citation"]["entry_version_id"]
+    pages.append(f"{ENTRIES}{quote(version_id)}/change/")
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert not raw.search(response.content.decode()), url
