@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
 from memory.selectors import memory_entry_history, state_label
+from memory.values import CHANGE_OP_WIRE
 from powercontext.desk import ReadOnlyAdmin, human_datetime
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.visible_text import excerpt, reveal
@@ -251,7 +252,7 @@ class ArtifactRevisionAdmin(ReadOnlyAdmin):
             "{} {}{}",
             (
                 (
-                    change["op"],
+                    CHANGE_OP_WIRE.get(change["op"], change["op"]),
                     reveal(change["entry_id"]),
                     format_html(" ({})", reveal(excerpt(change["reason"], 60)))
                     if change.get("reason")
@@ -271,7 +272,7 @@ class ArtifactRevisionAdmin(ReadOnlyAdmin):
             "<div class='pc-text'>{} {}: {} → {}{}</div>",
             (
                 (
-                    change["op"],
+                    CHANGE_OP_WIRE.get(change["op"], change["op"]),
                     reveal(change["entry_id"]),
                     _version_or_dash(change["from_entry_version_id"]),
                     _version_or_dash(change["to_entry_version_id"]),

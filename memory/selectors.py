@@ -312,9 +312,15 @@ def state_label(state: str | None) -> str:
     return "absent" if state is None else STATE_LABELS.get(state, state)
 
 
+def _wire_op(stored: str) -> str:
+    """A change's op by its public name (the one ``/v1/memory/changes`` reports)."""
+    return CHANGE_OP_WIRE.get(stored, stored)
+
+
 @dataclass(frozen=True)
 class EntryChange:
-    """One change of one entry: what the revision did to it and why."""
+    """One change of one entry: what the revision did to it (by the op's public name)
+    and why."""
 
     revision: int
     op: str
@@ -349,7 +355,7 @@ def memory_entry_history(*, scope_id: str, entry_id: str) -> list[EntryChange]:
         history.append(
             EntryChange(
                 revision=row.valid_from,
-                op=change.get("op", "?"),
+                op=_wire_op(change.get("op", "?")),
                 entry_version_id=row.entry_version_id,
                 version=row.entry_version.version,
                 state=state_label(row.state),
@@ -421,7 +427,7 @@ def memory_revision_cited(*, scope_id: str, revision: int) -> list[CitedEntry]:
                 entry_version_id=version.entry_version_id,
                 version=version.version,
                 text=version.text,
-                op=change.get("op", "?"),
+                op=_wire_op(change.get("op", "?")),
                 state_at_revision=then.get(change["entry_id"], ("absent", None))[0],
                 state_now=state_now,
                 version_now=version_now,

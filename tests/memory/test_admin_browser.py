@@ -91,6 +91,7 @@ def test_entry_page_shows_its_history_with_reasons(browsing):
     retired = browsing["client"].get(f"{ENTRIES}{quote(retired_id)}/change/").content.decode()
     assert "The importer was replaced by a stream." in retired
     assert ">retired<" in retired
+    assert ">deactivate<" in retired  # the op by its public name, as /v1/memory/changes
 
 
 def test_revisions_list_their_changes_with_reasons(browsing):
