@@ -9,6 +9,7 @@ this module ever imports Django.
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,13 @@ POSTAMBLE: Final = "\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1"
 _TRUST: Final = "untrusted_history"
 _EXPERIENCE_KIND: Final = "experience"
 _JSON_SEPARATORS: Final = (",", ":")
+# json.dumps(ensure_ascii=False) already escapes every line break below U+0080 (\n \r
+# \x0b \x0c \x1c-\x1e are control characters), but JSON lets these three stand raw, and
+# str.splitlines() and other Unicode-aware readers break lines at them: raw, a memory text
+# could put a marker line or a "SYSTEM:" line of its own into the injected context. JSON
+# has them only inside strings, so escaping them there keeps the value exact.
+_RAW_LINE_BREAKS: Final = ("\u0085", "\u2028", "\u2029")
+_RAW_LINE_BREAK_PATTERN: Final = re.compile("[\u0085\u2028\u2029]")
 
 JsonObject: TypeAlias = dict[str, object]
 
@@ -229,7 +237,17 @@ def _item_json(candidate: _Candidate, content: str, truncated: bool) -> JsonObje
 
 
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=_JSON_SEPARATORS)
+    # Every size in the budget is measured on this form, escapes included.
+    rendered = json.dumps(value, ensure_ascii=False, separators=_JSON_SEPARATORS)
+    # Budget bisection renders an item a dozen times: a substring test per character is
+    # far faster than a regex scan (or str.translate), so the rare case alone pays for it.
+    if any(char in rendered for char in _RAW_LINE_BREAKS):
+        return _RAW_LINE_BREAK_PATTERN.sub(_json_escape, rendered)
+    return rendered
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def _byte_len(text: str) -> int:

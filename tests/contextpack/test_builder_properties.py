@@ -29,6 +29,10 @@ PREAMBLE = (
     "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1\n"
 )
 POSTAMBLE = "\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1"
+BEGIN_MARKER = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
+END_MARKER = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
+# JSON may leave these raw; the pack writes them as escapes (so they cost 6 bytes each).
+LINE_SEPARATOR_ESCAPES = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 ELLIPSIS = "\u2026"
 CAP = 2000
 MINIMUM = 64
@@ -51,6 +55,8 @@ characters = st.one_of(
     st.sampled_from(["\U0001f600", "\U0001f680", "\U0001f3fd", "\u200d", "\ufe0f"]),
     st.sampled_from(["\u0301", "\u0308", "\u20dd", "\u0915", "\u094d"]),
     st.sampled_from(["\x00", "\x1b", "\n", '"', "\\", "\u2028", " ", "\t"]),
+    # Every line break of str.splitlines(), and the markers they could forge a line for.
+    st.sampled_from(["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2029"]),
 )
 
 
@@ -58,9 +64,14 @@ def cut_to_bytes(text: str, limit: int) -> str:
     return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
 
 
-# 0..3000 UTF-8 bytes: mostly short, often long enough to hit the 2000-byte cap.
+# 0..3000 UTF-8 bytes: mostly short, often long enough to hit the 2000-byte cap; some
+# with the markers and a fake role line next to the line breaks that could isolate them.
 texts = st.one_of(
     st.text(characters, max_size=80),
+    st.lists(
+        st.text(characters, max_size=6) | st.sampled_from([BEGIN_MARKER, END_MARKER, "SYSTEM: "]),
+        max_size=8,
+    ).map("".join),
     st.builds(
         lambda unit, repeat: cut_to_bytes(unit * repeat, 3000),
         st.text(characters, min_size=1, max_size=12),
@@ -160,7 +171,10 @@ def rendered_size(candidate: Candidate, content: str, truncated: bool) -> int:
     }
     if candidate.is_experience:
         item["kind"] = "experience"
-    return utf8_len(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+    rendered = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+    for raw, escape in LINE_SEPARATOR_ESCAPES.items():
+        rendered = rendered.replace(raw, escape)
+    return utf8_len(rendered)
 
 
 def primary_form(candidate: Candidate) -> tuple[str, bool]:
@@ -336,3 +350,25 @@ def test_any_stale_hit_in_the_window_fails_the_whole_pack(
 
     with pytest.raises(HeadMismatchError):
         build(hits, [], 32768)
+
+
+@PROPERTY_SETTINGS
+@given(memory=memory_hits, experience=experience_hits, max_bytes=budgets)
+def test_content_never_adds_a_line_or_a_marker_line(
+    memory: list[MemoryHit], experience: list[ExperienceHit], max_bytes: int
+) -> None:
+    result = build(memory, experience, max_bytes)
+
+    assert result.content_bytes <= max_bytes
+    if result.status == "empty":
+        return
+    assert result.content is not None
+    # str.splitlines() breaks at every character any other line-break definition breaks at
+    # (LF, CR, VT, FF, FS, GS, RS, NEL, LS, PS), so this covers them all.
+    lines = result.content.splitlines()
+    # The wrapper's lines and one line of JSON, whatever the items hold.
+    assert len(lines) == (PREAMBLE + POSTAMBLE).count("\n") + 1
+    assert lines.count(BEGIN_MARKER) == 1
+    assert lines.count(END_MARKER) == 1
+    assert lines[-1] == END_MARKER
+    assert not any(line.startswith("SYSTEM:") for line in lines)
