@@ -45,7 +45,9 @@ def run_with_open_stdin(agent, tmp_path, url, written: bytes, budget_ms=None):
         env=env,
     )
     try:
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
         process.stdin.write(written)
         process.stdin.flush()
         # Wait for the exit without closing stdin (communicate() would close it).
