@@ -71,3 +71,19 @@ class CandidateTerminal(PowerContextError):
 
 class RuntimeNotReady(PowerContextError):
     code, status, default_message = "runtime_not_ready", 503, "The server is not ready."
+
+
+class InsufficientStorage(PowerContextError):
+    """The database's storage refused the write: no space left, or read-only. The
+    operation's transaction was rolled back, so nothing of it was written; earlier
+    acknowledged writes are untouched. Retry once the operator has freed space."""
+
+    code, status = "insufficient_storage", 507
+    _MESSAGES: ClassVar[dict[str, str]] = {
+        "no_space": "The server's storage is full; nothing was written. Retry later.",
+        "read_only": "The server's database is read-only; nothing was written. Retry later.",
+    }
+    default_message = _MESSAGES["no_space"]
+
+    def __init__(self, reason: str):
+        super().__init__(self._MESSAGES[reason], details={"reason": reason})

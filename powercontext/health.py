@@ -5,7 +5,13 @@ from typing import Any
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
+from powercontext import storage
 from powercontext.maintenance import missing_indexes
+
+_STORAGE_DETAILS = {
+    storage.NO_SPACE: "no space left for the database; writes answer 507 insufficient_storage",
+    storage.READ_ONLY: "the database is read-only; writes answer 507 insufficient_storage",
+}
 
 
 def _database() -> dict[str, Any]:
@@ -31,6 +37,15 @@ def _fulltext() -> dict[str, Any]:
     return {"status": "failing", "detail": detail}
 
 
+def _storage() -> dict[str, Any]:
+    # Ready means able to take writes: recall alone would still work, but a client that
+    # captures and remembers would lose every write to a server reported ready.
+    reason = storage.check()
+    if reason is None:
+        return {"status": "ok"}
+    return {"status": "failing", "detail": _STORAGE_DETAILS[reason]}
+
+
 def readiness() -> dict[str, Any]:
     """``{status: ready|not_ready, checks: {name: {status, detail?}}}``."""
     checks: dict[str, Any] = {}
@@ -39,7 +54,11 @@ def readiness() -> dict[str, Any]:
     except DatabaseError:
         checks["database"] = {"status": "failing", "detail": "database unreachable"}
         return {"status": "not_ready", "checks": checks}
-    for name, check in (("migrations", _migrations), ("fulltext_index", _fulltext)):
+    for name, check in (
+        ("migrations", _migrations),
+        ("fulltext_index", _fulltext),
+        ("storage", _storage),
+    ):
         try:
             checks[name] = check()
         except DatabaseError:

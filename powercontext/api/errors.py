@@ -1,6 +1,8 @@
 """The one error shape (DESIGN.md §4): ``{"error": {"code", "message", "details"}}``.
 
-DRF exceptions and the domain errors of ``powercontext.exceptions`` are both mapped here.
+DRF exceptions and the domain errors of ``powercontext.exceptions`` are both mapped here,
+and so is storage that refuses writes (no space, a read-only database: 507
+``insufficient_storage``, also reported by readiness until it takes writes again).
 Anything unexpected becomes a 500 ``internal_error`` whose body says nothing about the
 request; the log records the exception type and where it happened, not its message
 (which could quote user data).
@@ -14,7 +16,8 @@ from django.http import JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from powercontext.exceptions import PowerContextError
+from powercontext import storage
+from powercontext.exceptions import InsufficientStorage, PowerContextError
 
 logger = logging.getLogger("powercontext.errors")
 
@@ -98,6 +101,12 @@ def error_body_for(exc: Exception) -> tuple[int, dict[str, Any]]:
             return status, error_body(code, str(exc.detail))
     if isinstance(exc, drf.APIException):
         return exc.status_code, error_body("invalid_request", str(exc.detail))
+    reason = storage.failure_reason(exc)
+    if reason is not None:
+        storage.failures.record(reason)
+        logger.error("storage refused a write: %s (%s)", reason, type(exc).__name__)
+        refused = InsufficientStorage(reason)
+        return refused.status, error_body(refused.code, refused.message, refused.details)
     log_internal_error(exc)
     return 500, error_body("internal_error", "Internal error.")
 

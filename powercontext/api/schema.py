@@ -39,6 +39,11 @@ class FieldErrorSchema(serializers.Serializer):
 
 class ErrorDetailsSchema(serializers.Serializer):
     errors = FieldErrorSchema(many=True, required=False)
+    reason = serializers.ChoiceField(
+        choices=["no_space", "read_only"],
+        required=False,
+        help_text="insufficient_storage only: why the storage refused the write.",
+    )
 
 
 class ErrorBodySchema(serializers.Serializer):
@@ -61,6 +66,9 @@ _ERROR_DESCRIPTIONS = {
     415: "unsupported_media_type",
     422: "invalid_request (details.errors) or capability_not_supported",
     500: "internal_error",
+    507: "insufficient_storage: the server's storage is full (details.reason no_space) or its "
+    "database read-only (read_only); nothing of the request was written, earlier writes are "
+    "kept. Retry once /health/ready is ready again.",
 }
 
 
@@ -68,7 +76,7 @@ def responses(ok: dict, *errors: int) -> dict:
     """An operation's responses: ``ok`` plus the error shape for ``errors`` and the
     errors every ``/v1/`` operation can answer."""
     result = dict(ok)
-    for status in sorted({401, 413, 415, 422, 500, *errors}):
+    for status in sorted({401, 413, 415, 422, 500, 507, *errors}):
         result[status] = OpenApiResponse(
             ErrorResponseSchema, description=_ERROR_DESCRIPTIONS[status]
         )

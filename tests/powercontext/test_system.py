@@ -22,7 +22,7 @@ def test_health_ready_reports_checks(client):
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ready"
-    assert set(body["checks"]) == {"database", "migrations", "fulltext_index"}
+    assert set(body["checks"]) == {"database", "migrations", "fulltext_index", "storage"}
 
 
 DROP_INDEX = {
