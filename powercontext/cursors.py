@@ -4,7 +4,7 @@ Each list operation keeps its own cursor fields and checks them in ``parse``; an
 wrong with a token, from bad base64 to a field of the wrong type, is the same 422. A
 token is client input, so its JSON is decoded by the request bodies' strict rules (valid
 UTF-8, no NaN, no lone surrogates, no duplicate keys): a value that could not be encoded
-again (``"\\ud800"``) must fail here, not later while the answer is rendered.
+again (``"\\ud800"``) must fail here, not later in a query or in the answer.
 """
 
 import base64

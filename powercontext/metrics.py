@@ -53,6 +53,7 @@ ERROR_CODES = frozenset(
         "throttled",
         "internal_error",
         "runtime_not_ready",
+        "insufficient_storage",
     }
 )
 # An error response without the API's error shape (an admin page, a health check's 503).

@@ -92,17 +92,26 @@ def remember(api, text):
 @pytest.mark.django_db(transaction=True)
 def test_database_full_is_507_and_nothing_is_written(api, fresh_failures):
     assert remember(api, "kept " + TEXT).status_code == 200
-    before = entries(api)
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA page_count")
         (pages,) = cursor.fetchone()
         cursor.execute(f"PRAGMA max_page_count = {pages}")
     try:
-        refused = [remember(api, f"note {index} " + TEXT) for index in range(5)]
+        # Pages the file already has free (left by earlier tests) still take writes.
+        statuses = []
+        for index in range(200):
+            response = remember(api, f"note {index} " + TEXT)
+            statuses.append(response.status_code)
+            if response.status_code != 200:
+                break
+        before = entries(api)
+        refused = [remember(api, f"refused {index} " + TEXT) for index in range(5)]
+        assert statuses[-1] == 507
         assert [response.status_code for response in refused] == [507] * 5
         assert {error_code(response) for response in refused} == {"insufficient_storage"}
         assert refused[0].json()["error"]["details"] == {"reason": "no_space"}
         assert entries(api) == before
+        assert len(before) == statuses.count(200) + 1
     finally:
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA max_page_count = 4294967294")
@@ -192,3 +201,10 @@ def test_without_a_database_file_a_failure_is_held_for_a_while(monkeypatch, fres
     monkeypatch.setattr(storage, "SERVER_FAILURE_HOLD_SECONDS", 0.0)
     assert storage.check() is None
     assert readiness()["checks"]["storage"] == {"status": "ok"}
+
+
+def test_metrics_count_the_507_under_its_own_code():
+    from powercontext import metrics
+    from powercontext.exceptions import InsufficientStorage
+
+    assert InsufficientStorage.code in metrics.ERROR_CODES
