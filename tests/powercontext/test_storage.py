@@ -4,7 +4,8 @@ The real-process case (a full tmpfs) is ``tests/reliability/test_disk_full.py``.
 engine's own errors are produced in the test database: SQLite's ``max_page_count`` makes
 the next write that needs a page fail with SQLITE_FULL ("database or disk is full"),
 exactly as a full disk does, and ``query_only`` makes it fail with SQLITE_READONLY
-("attempt to write a readonly database").
+("attempt to write a readonly database"); on OceanBase a read-only session transaction
+makes it fail with the server's own read-only error.
 """
 
 import errno
@@ -17,7 +18,7 @@ from django.db import OperationalError, connection
 from powercontext import storage
 from powercontext.api.errors import error_body_for
 from powercontext.health import readiness
-from tests.conftest import error_code, sqlite_only
+from tests.conftest import engine, error_code, sqlite_only
 
 SCOPE = "scope-a"
 TEXT = "A note long enough to need pages of its own. " * 150
@@ -88,7 +89,7 @@ def remember(api, text):
     return api.post("/v1/memory/remember", {"scope_id": SCOPE, "kind": "note", "text": text})
 
 
-@sqlite_only("PRAGMA max_page_count and query_only are SQLite's")
+@sqlite_only("PRAGMA max_page_count is SQLite's")
 @pytest.mark.django_db(transaction=True)
 def test_database_full_is_507_and_nothing_is_written(api, fresh_failures):
     assert remember(api, "kept " + TEXT).status_code == 200
@@ -119,14 +120,21 @@ def test_database_full_is_507_and_nothing_is_written(api, fresh_failures):
     assert len(entries(api)) == len(before) + 1
 
 
-@sqlite_only("PRAGMA max_page_count and query_only are SQLite's")
+# Each engine's own way to make this connection refuse writes as a read-only database.
+READ_ONLY = {
+    "sqlite": ("PRAGMA query_only = ON", "PRAGMA query_only = OFF"),
+    "oceanbase": ("SET SESSION TRANSACTION READ ONLY", "SET SESSION TRANSACTION READ WRITE"),
+}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_read_only_database_is_507_read_only(api, fresh_failures):
+    on, off = READ_ONLY[engine()]
     with connection.cursor() as cursor:
-        cursor.execute("PRAGMA query_only = ON")
+        cursor.execute(on)
     try:
         response = remember(api, "a note")
-        assert response.status_code == 507
+        assert response.status_code == 507, response.content
         assert response.json()["error"] == {
             "code": "insufficient_storage",
             "message": "The server's database is read-only; nothing was written. Retry later.",
@@ -134,7 +142,8 @@ def test_read_only_database_is_507_read_only(api, fresh_failures):
         }
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("PRAGMA query_only = OFF")
+            cursor.execute(off)
+    assert entries(api) == []
     assert remember(api, "a note").status_code == 200
 
 
