@@ -807,13 +807,31 @@ def run_hook(
     return None, diagnostic(agent, result)
 
 
+def read_stdin(deadline: float) -> bytes | None:
+    """All of stdin, or None if it is not closed (or not readable) by ``deadline``.
+
+    A host that leaves the pipe open must not hold the agent up past the budget. The read
+    blocks in a daemon thread, which works for pipes, files and terminals on every
+    platform (``select`` does not on Windows pipes); ``os._exit`` in :func:`main` leaves it
+    behind.
+    """
+    thread, box = _in_thread(sys.stdin.buffer.read)
+    thread.join(max(deadline - time.monotonic(), 0))
+    if thread.is_alive() or not box or not isinstance(box[0], bytes):
+        return None
+    return box[0]
+
+
 def main(agent: str) -> None:
     """Entry point of the hook scripts. Always exits 0, promptly."""
     out: str | None = None
     err: str | None = None
     try:
-        raw = sys.stdin.buffer.read()
-        out, err = run_hook(agent, raw, os.environ, STARTED)
+        raw = read_stdin(STARTED + load_config(os.environ).budget)
+        if raw is None:
+            err = diagnostic(agent, RecallResult(SKIPPED))
+        else:
+            out, err = run_hook(agent, raw, os.environ, STARTED)
     except Exception:  # the hook itself failed, not the server's answer
         err = diagnostic(agent, RecallResult(SKIPPED))
     if out is not None:
