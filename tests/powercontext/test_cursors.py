@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import error_code, error_fields
-from tests.experience.conftest import SOURCE, proposal
+from tests.experience.conftest import SOURCE, capture_source, proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +38,7 @@ def issued(api, remember):
     """A real next_cursor of each list, on a scope with two rows in each."""
     for text in ("first note", "second note"):
         remember(text, scope_id=SCOPE)
+    capture_source(SCOPE, SOURCE)
     for lesson in ("First lesson.", "Second lesson."):
         api.ok(
             "/v1/experience/propose",
