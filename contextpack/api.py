@@ -1,8 +1,9 @@
 from drf_spectacular.utils import extend_schema
 
+from contextpack import openapi_examples as examples
 from contextpack.application import ScopedContextApplication, public_payload
 from contextpack.serializers import PrepareContextInput, PreparedContextOutput
-from powercontext.api.schema import responses
+from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 
 
@@ -13,10 +14,23 @@ class PrepareContextView(ApiView):
         operation_id="prepare_context",
         tags=["context"],
         request=PrepareContextInput,
-        responses=responses({200: PreparedContextOutput}),
+        responses=responses(
+            {
+                200: success(
+                    PreparedContextOutput,
+                    "The pack to inject before the prompt, or `empty` when nothing matches.",
+                    examples.PREPARE_RESPONSE,
+                    examples.PREPARE_EMPTY,
+                )
+            }
+        ),
+        examples=[examples.PREPARE_REQUEST],
         description="A bounded, cited, explicitly untrusted Context Pack for the prompt "
-        "(RFC 0028). `content_bytes` is the UTF-8 length of `content` and never exceeds "
-        "`max_bytes`; `empty` has `content: null`.",
+        "(RFC 0028): the active Memory entries and approved Experience that match it, "
+        "each with its citation. `content_bytes` is the UTF-8 length of `content` and "
+        "never exceeds `max_bytes`; `empty` has `content: null`. Read-only: it writes "
+        "and captures nothing. Errors: 422 `invalid_request` for a bad field (`max_bytes` "
+        "out of range included).",
     )
     def post(self, request):
         data = self.validated(PrepareContextInput)

@@ -11,12 +11,18 @@ from powercontext.prompt_history import QUERY_MAX_CHARS
 
 
 class PrepareContextInput(StrictSerializer):
+    """The prompt to prepare a Context Pack for and the pack's byte budget (512 to
+    32768). Rejects unknown fields."""
+
     scope_id = scope_id_field()
     query = StrictCharField(non_blank=True, min_length=1, max_length=QUERY_MAX_CHARS)
     max_bytes = StrictIntegerField(min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, default=8000)
 
 
 class PreparedContextOutput(serializers.Serializer):
+    """A Context Pack: ``content`` is the text to inject (``null`` when ``empty``),
+    ``content_bytes`` its UTF-8 length."""
+
     schema = serializers.ChoiceField(choices=[SCHEMA])
     status = serializers.ChoiceField(choices=["ready", "empty"])
     content = serializers.CharField(allow_null=True)

@@ -7,8 +7,9 @@ permission (``powercontext.api.auth.OPERATION_ROLES``), checked before the body 
 validated, so anyone else gets 403 ``permission_denied`` whatever they send.
 """
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 
+from experience import openapi_examples as examples
 from experience import selectors, services
 from experience.serializers import (
     ArtifactCandidateSchema,
@@ -23,28 +24,12 @@ from experience.serializers import (
     ExperienceProposeInput,
 )
 from experience.values import ArtifactRef, Proposal
-from powercontext.api.schema import responses
+from powercontext.api.openapi_examples import AGENT_ONLY, REVIEWER_ONLY
+from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 
 EXPERIENCE_TAGS = ["experience"]
 CANDIDATE_TAGS = ["artifact-candidates"]
-PROPOSE_EXAMPLE = OpenApiExample(
-    "A prompt as evidence",
-    request_only=True,
-    value={
-        "scope_id": "git:example.com/acme/widgets",
-        "proposal": {
-            "situation": "A schema change broke the nightly import.",
-            "action": "We added a migration test for the importer.",
-            "outcome": "The next schema change was caught in CI.",
-            "lesson": "Run the migration tests after changing persistence.",
-        },
-        "source_refs": [{"name": "content", "source_id": "prompt-42"}],
-        "reason": "Came up twice this week.",
-    },
-    description="`prompt-42` was captured first with `POST /v1/sources/content`; "
-    "`artifact_refs` may be left out because `source_refs` is not empty.",
-)
 
 
 class ReviewerView(ApiView):
@@ -62,12 +47,28 @@ class ExperienceProposeView(ApiView):
         operation_id="propose_experience",
         tags=EXPERIENCE_TAGS,
         request=ExperienceProposeInput,
-        responses=responses({201: ArtifactCandidateSchema}, 403, 404, 409),
+        responses=responses(
+            {
+                201: success(
+                    ArtifactCandidateSchema,
+                    "The new candidate, `pending`, at version 1.",
+                    examples.PROPOSE_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [AGENT_ONLY], 422: [examples.PROPOSE_UNKNOWN_SOURCE]},
+        ),
         description="Propose a lesson learned as a pending candidate. It reaches search and "
         "Context Packs only once a reviewer approves it. Evidence is required: at least one "
         "of `source_refs` (captured sources of the scope) and `artifact_refs` (existing "
-        "revisions) must be non-empty. Agent token only.",
-        examples=[PROPOSE_EXAMPLE],
+        "revisions) must be non-empty. Agent token only. Errors: 403 `permission_denied` "
+        "for a person's token; 404 `artifact_not_found` for an `artifact_refs` revision "
+        "or a `target` that does not exist; 409 `revision_conflict` when `target` is not "
+        "the Experience's latest revision; 422 `invalid_request` for no evidence, a "
+        "source never captured in the scope (`source_refs.N`) or another bad field.",
+        examples=[examples.PROPOSE_REQUEST],
     )
     def post(self, request):
         data = self.validated(ExperienceProposeInput)
@@ -90,9 +91,23 @@ class ExperienceGetView(ApiView):
         operation_id="get_experience",
         tags=EXPERIENCE_TAGS,
         request=ExperienceGetInput,
-        responses=responses({200: ExperienceGetOutput}, 404),
-        description="The exact approved Experience revision named, even after it was "
-        "revised. Anything else is 404 `artifact_not_found`.",
+        responses=responses(
+            {
+                200: success(
+                    ExperienceGetOutput,
+                    "The Experience revision: its lesson and the evidence it was approved "
+                    "with.",
+                    examples.GET_RESPONSE,
+                )
+            },
+            404,
+            examples={404: [examples.GET_NOT_FOUND]},
+        ),
+        examples=[examples.GET_REQUEST],
+        description="The exact approved Experience revision named (as a Context Pack "
+        "cites it), even after it was revised. Errors: 404 `artifact_not_found` for "
+        "anything else (another family, another scope, a revision that does not exist); "
+        "422 `invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(ExperienceGetInput)
@@ -114,9 +129,20 @@ class CandidateListView(ApiView):
         operation_id="list_artifact_candidates",
         tags=CANDIDATE_TAGS,
         request=CandidateListInput,
-        responses=responses({200: CandidateListOutput}),
-        description="Candidates newest first (ties by candidate id). `next_cursor` is "
-        "opaque and valid only with the same filters.",
+        responses=responses(
+            {
+                200: success(
+                    CandidateListOutput,
+                    "A page of candidates; `next_cursor` fetches the next one.",
+                    examples.LIST_RESPONSE,
+                )
+            }
+        ),
+        examples=[examples.LIST_REQUEST],
+        description="The scope's candidates with one `status` (`pending` by default), "
+        "newest first (ties by candidate id). `next_cursor` is opaque and valid only with "
+        "the same filters. Errors: 422 `invalid_request` for a bad field or a cursor "
+        "issued for other filters.",
     )
     def post(self, request):
         data = self.validated(CandidateListInput)
@@ -138,9 +164,23 @@ class CandidateGetView(ApiView):
         operation_id="get_artifact_candidate",
         tags=CANDIDATE_TAGS,
         request=CandidateGetInput,
-        responses=responses({200: ArtifactCandidateSchema}, 404, 409),
-        description="The candidate's current version and status. With `expected_version`, "
-        "409 `candidate_conflict` unless it is still the current version.",
+        responses=responses(
+            {
+                200: success(
+                    ArtifactCandidateSchema,
+                    "The candidate at its current version.",
+                    examples.CANDIDATE_GET_RESPONSE,
+                )
+            },
+            404,
+            409,
+            examples={409: [examples.CANDIDATE_CONFLICT]},
+        ),
+        examples=[examples.CANDIDATE_GET_REQUEST],
+        description="The candidate's current version and status. Errors: 404 "
+        "`candidate_not_found` when the scope has no such candidate; 409 "
+        "`candidate_conflict` when `expected_version` is given and is no longer the "
+        "current version; 422 `invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(CandidateGetInput)
@@ -160,10 +200,28 @@ class CandidateApproveView(ReviewerView):
         operation_id="approve_artifact_candidate",
         tags=CANDIDATE_TAGS,
         request=CandidateApproveInput,
-        responses=responses({200: ArtifactCandidateSchema}, 403, 404, 409),
+        responses=responses(
+            {
+                200: success(
+                    ArtifactCandidateSchema,
+                    "The candidate, `approved`, with the Experience revision it made as "
+                    "`result_artifact`.",
+                    examples.APPROVE_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [REVIEWER_ONLY], 409: [examples.CANDIDATE_TERMINAL]},
+        ),
+        examples=[examples.APPROVE_REQUEST],
         description="Reviewer only. Creates (or revises the target) Experience in one "
-        "transaction. 409 `candidate_terminal` when already decided, `candidate_conflict` "
-        "for a stale version, `revision_conflict` when the target moved on.",
+        "transaction: from then on search and Context Packs find it. Errors: 403 "
+        "`permission_denied` unless the token is the personal token of a user with the "
+        "review permission (checked before the body); 404 `candidate_not_found`; 409 "
+        "`candidate_terminal` when already decided, `candidate_conflict` for a stale "
+        "`expected_version`, `revision_conflict` when the target moved on; 422 "
+        "`invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(CandidateApproveInput)
@@ -184,8 +242,25 @@ class CandidateRejectView(ReviewerView):
         operation_id="reject_artifact_candidate",
         tags=CANDIDATE_TAGS,
         request=CandidateRejectInput,
-        responses=responses({200: ArtifactCandidateSchema}, 403, 404, 409),
-        description="Reviewer only. Rejects with a required reason.",
+        responses=responses(
+            {
+                200: success(
+                    ArtifactCandidateSchema,
+                    "The candidate, `rejected`, with the reason as `decision_reason`.",
+                    examples.REJECT_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [REVIEWER_ONLY], 409: [examples.CANDIDATE_TERMINAL]},
+        ),
+        examples=[examples.REJECT_REQUEST],
+        description="Reviewer only. Rejects with a required reason; nothing reaches search "
+        "or packs. Errors: 403 `permission_denied` unless a reviewer's personal token "
+        "(checked before the body); 404 `candidate_not_found`; 409 `candidate_terminal` "
+        "when already decided, `candidate_conflict` for a stale `expected_version`; 422 "
+        "`invalid_request` for a bad field (a blank reason included).",
     )
     def post(self, request):
         data = self.validated(CandidateRejectInput)
@@ -207,8 +282,27 @@ class CandidateReviseView(ReviewerView):
         operation_id="revise_artifact_candidate",
         tags=CANDIDATE_TAGS,
         request=CandidateReviseInput,
-        responses=responses({200: ArtifactCandidateSchema}, 403, 404, 409),
-        description="Reviewer only. Writes a new version of a pending candidate.",
+        responses=responses(
+            {
+                200: success(
+                    ArtifactCandidateSchema,
+                    "The candidate at its new version, still `pending`.",
+                    examples.REVISE_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [REVIEWER_ONLY], 409: [examples.CANDIDATE_CONFLICT]},
+        ),
+        examples=[examples.REVISE_REQUEST],
+        description="Reviewer only. Writes a new version of a pending candidate (a "
+        "reviewer's edit before deciding); refs and reason left out keep the previous "
+        "version's. Errors: 403 `permission_denied` unless a reviewer's personal token "
+        "(checked before the body); 404 `candidate_not_found`, or `artifact_not_found` "
+        "for an `artifact_refs` revision that does not exist; 409 `candidate_conflict` "
+        "for a stale `expected_version`, `candidate_terminal` when already decided; 422 "
+        "`invalid_request` for a bad field or a source never captured in the scope.",
     )
     def post(self, request):
         data = self.validated(CandidateReviseInput)

@@ -27,6 +27,9 @@ def proposal_text_field() -> StrictCharField:
 
 
 class ExperienceProposalSchema(StrictSerializer):
+    """A lesson learned, in four parts: the situation, what was done, what came of it
+    and the lesson to apply next time."""
+
     situation = proposal_text_field()
     action = proposal_text_field()
     outcome = proposal_text_field()
@@ -73,8 +76,7 @@ ARTIFACT_REFS_HELP = (
 
 class ExperienceProposeInput(StrictSerializer):
     """A lesson learned and its evidence: at least one source or artifact reference, each
-    naming something that exists in the scope. Rejects unknown fields and non-object
-    bodies."""
+    naming something that exists in the scope. Rejects unknown fields."""
 
     scope_id = scope_id_field()
     proposal = ExperienceProposalSchema()
@@ -93,6 +95,10 @@ class ExperienceProposeInput(StrictSerializer):
 
 
 class ArtifactCandidateSchema(serializers.Serializer):
+    """A proposed Experience at its current version: ``pending`` until a reviewer
+    approves it (``result_artifact`` names the Experience made) or rejects it
+    (``decision_reason`` says why)."""
+
     candidate_id = serializers.CharField()
     version = serializers.IntegerField(min_value=1)
     family = serializers.CharField()
@@ -107,11 +113,16 @@ class ArtifactCandidateSchema(serializers.Serializer):
 
 
 class ExperienceGetInput(StrictSerializer):
+    """The Experience revision to read. Rejects unknown fields."""
+
     scope_id = scope_id_field()
     artifact = ArtifactRefSchema()
 
 
 class ExperienceGetOutput(serializers.Serializer):
+    """An approved Experience revision: its lesson and the evidence it was approved
+    with."""
+
     artifact = ArtifactRefSchema()
     content = ExperienceProposalSchema()
     source_refs = SourceReferenceSchema(many=True)
@@ -119,6 +130,9 @@ class ExperienceGetOutput(serializers.Serializer):
 
 
 class CandidateListInput(StrictSerializer):
+    """Which candidates to list and the page to start from (``cursor`` from the previous
+    page). Rejects unknown fields."""
+
     scope_id = scope_id_field()
     status = StrictChoiceField(choices=["pending", "approved", "rejected"], default="pending")
     family = StrictCharField(non_blank=True, max_length=32, required=False, allow_null=True)
@@ -127,23 +141,35 @@ class CandidateListInput(StrictSerializer):
 
 
 class CandidateListOutput(serializers.Serializer):
+    """One page of candidates, newest first; ``next_cursor`` is ``null`` on the last
+    page."""
+
     candidates = ArtifactCandidateSchema(many=True)
     next_cursor = serializers.CharField(allow_null=True)
 
 
 class CandidateGetInput(StrictSerializer):
+    """The candidate to read, optionally only if it is still at ``expected_version``.
+    Rejects unknown fields."""
+
     scope_id = scope_id_field()
     candidate_id = candidate_id_field()
     expected_version = expected_version_field(required=False, allow_null=True)
 
 
 class CandidateApproveInput(StrictSerializer):
+    """The candidate to approve, at the version the reviewer read. Rejects unknown
+    fields."""
+
     scope_id = scope_id_field()
     candidate_id = candidate_id_field()
     expected_version = expected_version_field()
 
 
 class CandidateRejectInput(StrictSerializer):
+    """The candidate to reject, at the version the reviewer read, and why. Rejects
+    unknown fields."""
+
     scope_id = scope_id_field()
     candidate_id = candidate_id_field()
     expected_version = expected_version_field()

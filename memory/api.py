@@ -3,6 +3,7 @@ service or selector, and renders."""
 
 from drf_spectacular.utils import extend_schema
 
+from memory import openapi_examples as examples
 from memory import selectors, services
 from memory.serializers import (
     MemoryChangesInput,
@@ -19,7 +20,8 @@ from memory.serializers import (
     MemoryWriteOutput,
 )
 from memory.values import Citation
-from powercontext.api.schema import responses
+from powercontext.api.openapi_examples import AGENT_ONLY
+from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 
 TAGS = ["memory"]
@@ -32,9 +34,30 @@ class MemoryRememberView(ApiView):
         operation_id="remember_memory",
         tags=TAGS,
         request=MemoryRememberInput,
-        responses=responses({200: MemoryWriteOutput}, 403, 409),
-        description="Remember a new entry. An identical active entry makes this a no-op "
-        "(`entry: null`, no new revision).",
+        responses=responses(
+            {
+                200: success(
+                    MemoryWriteOutput,
+                    "The scope's Memory head and the new entry (`null` when nothing changed).",
+                    examples.REMEMBER_RESPONSE,
+                    examples.REMEMBER_NOOP,
+                )
+            },
+            403,
+            409,
+            examples={
+                403: [AGENT_ONLY],
+                409: [examples.REMEMBER_CONFLICT],
+                422: [examples.REMEMBER_INVALID],
+            },
+        ),
+        examples=[examples.REMEMBER_REQUEST],
+        description="Remember a new entry in the scope's Memory: a new Memory revision "
+        "whose citation names the entry's first version. An identical active entry makes "
+        "this a no-op (`entry: null`, no new revision). Errors: 403 `permission_denied` "
+        "for a person's token (writes are the agent's); 409 `revision_conflict` when "
+        "`expected_revision` is given and the head has moved on; 422 `invalid_request` "
+        "for a bad field (`text` is NFC-normalised, trimmed, then 1 to 8192 UTF-8 bytes).",
     )
     def post(self, request):
         data = self.validated(MemoryRememberInput)
@@ -55,9 +78,22 @@ class MemorySearchView(ApiView):
         operation_id="search_memory",
         tags=TAGS,
         request=MemorySearchInput,
-        responses=responses({200: MemorySearchOutput}),
-        description="Full-text search of the active entries at the head. `vector` and "
-        "`hybrid` answer 422 `capability_not_supported`.",
+        responses=responses(
+            {
+                200: success(
+                    MemorySearchOutput,
+                    "The hits, best first, each with the citation of the version found.",
+                    examples.SEARCH_RESPONSE,
+                )
+            },
+            examples={422: [examples.SEARCH_UNSUPPORTED]},
+        ),
+        examples=[examples.SEARCH_REQUEST],
+        description="Full-text search of the active entries at the scope's Memory head. "
+        "An empty scope answers `memory: null` and no hits. Errors: 422 "
+        "`capability_not_supported` for `vector` and `hybrid` (this server searches "
+        "full text only: see `GET /v1/capabilities`); 422 `invalid_request` for a bad "
+        "field.",
     )
     def post(self, request):
         data = self.validated(MemorySearchInput)
@@ -78,7 +114,20 @@ class MemoryEntriesListView(ApiView):
         operation_id="list_memory_entries",
         tags=TAGS,
         request=MemoryEntriesListInput,
-        responses=responses({200: MemoryEntriesListOutput}),
+        responses=responses(
+            {
+                200: success(
+                    MemoryEntriesListOutput,
+                    "A page of entries at the head; `next_cursor` fetches the next one.",
+                    examples.LIST_RESPONSE,
+                )
+            }
+        ),
+        examples=[examples.LIST_REQUEST],
+        description="The entries at the scope's Memory head, active only unless "
+        "`include_inactive`, in pages of `limit`: pass `next_cursor` back as `cursor` "
+        "(with the same filters) until it is `null`. Errors: 422 `invalid_request` for a "
+        "bad field or a cursor issued for other filters or another scope.",
     )
     def post(self, request):
         data = self.validated(MemoryEntriesListInput)
@@ -99,9 +148,23 @@ class MemoryEntryGetView(ApiView):
         operation_id="get_memory_entry",
         tags=TAGS,
         request=MemoryEntryGetInput,
-        responses=responses({200: MemoryEntrySchema}, 404),
+        responses=responses(
+            {
+                200: success(
+                    MemoryEntrySchema,
+                    "The cited entry version and its state in the cited revision.",
+                    examples.GET_RESPONSE,
+                )
+            },
+            404,
+            examples={404: [examples.GET_NOT_FOUND]},
+        ),
+        examples=[examples.GET_REQUEST],
         description="The exact entry version the citation names, with its state in the "
-        "cited revision, even after the entry was revised or retired.",
+        "cited revision, even after the entry was revised or retired: a citation in a "
+        "Context Pack can always be checked. Errors: 404 `artifact_not_found` when the "
+        "cited Memory revision does not exist in the scope, `memory_not_found` when it "
+        "does not hold that entry version; 422 `invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(MemoryEntryGetInput)
@@ -119,7 +182,27 @@ class MemoryEntryReviseView(ApiView):
         operation_id="revise_memory_entry",
         tags=TAGS,
         request=MemoryEntryReviseInput,
-        responses=responses({200: MemoryWriteOutput}, 403, 404, 409),
+        responses=responses(
+            {
+                200: success(
+                    MemoryWriteOutput,
+                    "The new head and the entry's new version (`null` when kind and text "
+                    "are unchanged).",
+                    examples.REVISE_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [AGENT_ONLY], 409: [examples.STALE_CITATION]},
+        ),
+        examples=[examples.REVISE_REQUEST],
+        description="A new version of an active entry (same `entry_id`), in a new Memory "
+        "revision; the old version stays citable. Errors: 403 `permission_denied` for a "
+        "person's token; 404 when the citation names nothing; 409 `revision_conflict` "
+        "when the citation is not the entry's current version (someone revised it since "
+        "you read it), `memory_entry_inactive` when the entry is retired; 422 "
+        "`invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(MemoryEntryReviseInput)
@@ -140,7 +223,26 @@ class MemoryEntryRetireView(ApiView):
         operation_id="retire_memory_entry",
         tags=TAGS,
         request=MemoryEntryStateInput,
-        responses=responses({200: MemoryWriteOutput}, 403, 404, 409),
+        responses=responses(
+            {
+                200: success(
+                    MemoryWriteOutput,
+                    "The new head and the entry, now `inactive`.",
+                    examples.RETIRE_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [AGENT_ONLY], 409: [examples.STALE_CITATION]},
+        ),
+        examples=[examples.RETIRE_REQUEST],
+        description="Retire an active entry: a new Memory revision where it is "
+        "`inactive`, so search and Context Packs leave it out; its versions stay "
+        "citable and `reactivate` brings it back. Errors: 403 `permission_denied` for a "
+        "person's token; 404 when the citation names nothing; 409 `revision_conflict` "
+        "for a superseded citation, `memory_entry_inactive` when already retired; 422 "
+        "`invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(MemoryEntryStateInput)
@@ -159,7 +261,25 @@ class MemoryEntryReactivateView(ApiView):
         operation_id="reactivate_memory_entry",
         tags=TAGS,
         request=MemoryEntryStateInput,
-        responses=responses({200: MemoryWriteOutput}, 403, 404, 409),
+        responses=responses(
+            {
+                200: success(
+                    MemoryWriteOutput,
+                    "The new head and the entry, `active` again (`null` when it already was).",
+                    examples.REACTIVATE_RESPONSE,
+                )
+            },
+            403,
+            404,
+            409,
+            examples={403: [AGENT_ONLY], 409: [examples.STALE_CITATION]},
+        ),
+        examples=[examples.REACTIVATE_REQUEST],
+        description="Bring a retired entry back (at the version it was retired with) in a "
+        "new Memory revision; an entry that is already active is a no-op (`entry: null`). "
+        "Errors: 403 `permission_denied` for a person's token; 404 when the citation "
+        "names nothing; 409 `revision_conflict` for a superseded citation; 422 "
+        "`invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(MemoryEntryStateInput)
@@ -178,7 +298,21 @@ class MemoryChangesView(ApiView):
         operation_id="memory_changes",
         tags=TAGS,
         request=MemoryChangesInput,
-        responses=responses({200: MemoryChangesOutput}),
+        responses=responses(
+            {
+                200: success(
+                    MemoryChangesOutput,
+                    "The revisions after `since_revision`, oldest first, with their changes "
+                    "and reasons.",
+                    examples.CHANGES_RESPONSE,
+                )
+            }
+        ),
+        examples=[examples.CHANGES_REQUEST],
+        description="What changed in the scope's Memory after `since_revision`: each "
+        "revision's adds, revisions, retirements (`deactivate`) and reactivations with "
+        "the reason given. Poll with `since_revision` = the last `next_since` to follow "
+        "a scope. Errors: 422 `invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(MemoryChangesInput)

@@ -84,11 +84,17 @@ def scope_id_field() -> StrictCharField:
 
 
 class ArtifactRefSchema(StrictSerializer):
+    """One revision of an artifact: its family (``memory``, ``experience``), id and
+    revision number."""
+
     family = StrictCharField(non_blank=True, max_length=32)
     artifact_id = StrictCharField(non_blank=True, max_length=64)
     revision = StrictIntegerField(min_value=1)
 
 
 class SourceReferenceSchema(StrictSerializer):
+    """A captured source: its type (``content``) and the ``source_id`` it was captured
+    under."""
+
     name = StrictCharField(non_blank=True, max_length=64)
     source_id = StrictCharField(non_blank=True, max_length=256)

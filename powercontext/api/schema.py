@@ -5,9 +5,11 @@ import threading
 
 from django.http import HttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
+
+from powercontext.api.openapi_examples import UNAUTHORIZED
 
 
 class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -33,11 +35,16 @@ class StrictSerializerScheme(OpenApiSerializerExtension):
 
 
 class FieldErrorSchema(serializers.Serializer):
+    """One invalid field: its dotted path in the body (``proposal.lesson``,
+    ``source_refs.0``; ``body`` for the body as a whole) and what is wrong with it."""
+
     field = serializers.CharField()
     message = serializers.CharField()
 
 
 class ErrorDetailsSchema(serializers.Serializer):
+    """Machine-readable details: ``errors`` for ``invalid_request``."""
+
     errors = FieldErrorSchema(many=True, required=False)
     reason = serializers.ChoiceField(
         choices=["no_space", "read_only"],
@@ -47,12 +54,16 @@ class ErrorDetailsSchema(serializers.Serializer):
 
 
 class ErrorBodySchema(serializers.Serializer):
+    """``code`` is stable (branch on it); ``message`` is for people and may change."""
+
     code = serializers.CharField()
     message = serializers.CharField()
     details = ErrorDetailsSchema(allow_null=True)
 
 
 class ErrorResponseSchema(serializers.Serializer):
+    """Every error, whatever the status: ``{"error": {code, message, details}}``."""
+
     error = ErrorBodySchema()
 
 
@@ -72,13 +83,24 @@ _ERROR_DESCRIPTIONS = {
 }
 
 
-def responses(ok: dict, *errors: int) -> dict:
+def success(serializer, description: str, *examples: OpenApiExample) -> OpenApiResponse:
+    """A success answer with what it means and its examples (Swagger UI shows both)."""
+    return OpenApiResponse(serializer, description=description, examples=list(examples))
+
+
+def responses(
+    ok: dict, *errors: int, examples: dict[int, list[OpenApiExample]] | None = None
+) -> dict:
     """An operation's responses: ``ok`` plus the error shape for ``errors`` and the
-    errors every ``/v1/`` operation can answer."""
+    errors every ``/v1/`` operation can answer, with ``examples`` of those errors (a 401
+    example everywhere)."""
+    examples = {401: [UNAUTHORIZED], **(examples or {})}
     result = dict(ok)
     for status in sorted({401, 413, 415, 422, 500, 507, *errors}):
         result[status] = OpenApiResponse(
-            ErrorResponseSchema, description=_ERROR_DESCRIPTIONS[status]
+            ErrorResponseSchema,
+            description=_ERROR_DESCRIPTIONS[status],
+            examples=examples.get(status, []),
         )
     return result
 
