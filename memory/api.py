@@ -234,7 +234,7 @@ class MemoryEntryRetireView(ApiView):
             403,
             404,
             409,
-            examples={403: [AGENT_ONLY], 409: [examples.STALE_CITATION]},
+            examples={403: [AGENT_ONLY], 409: [examples.STALE_CITATION, examples.ENTRY_INACTIVE]},
         ),
         examples=[examples.RETIRE_REQUEST],
         description="Retire an active entry: a new Memory revision where it is "

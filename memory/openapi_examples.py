@@ -145,6 +145,13 @@ STALE_CITATION = error(
     "list) and retry.",
 )
 
+ENTRY_INACTIVE = error(
+    "Already retired",
+    "memory_entry_inactive",
+    "The memory entry is retired.",
+    description="Only an active entry can be revised or retired: reactivate it first.",
+)
+
 RETIRE_REQUEST = request(
     "Retire",
     {"scope_id": SCOPE, "citation": citation(2, ENTRY_VERSION_2), "reason": RETIRE_REASON},
