@@ -174,7 +174,7 @@ class Story:
     answers, learning the real ids the example ids stand for."""
 
     def __init__(self, agent: ApiClient, reviewer: ApiClient):
-        self.tokens = {"agent": agent, "reviewer": reviewer, "none": ApiClient(Client())}
+        self.callers = {"agent": agent, "reviewer": reviewer, "none": ApiClient(Client())}
         self.ids: dict[str, str] = {}
         self.replayed: set[tuple[str, str, str]] = set()
 
@@ -193,9 +193,9 @@ class Story:
     def request(self, operation_id: str, name: str) -> dict:
         return copy.deepcopy(request_examples(OPERATIONS[operation_id][2])[name])
 
-    def send(self, operation_id: str, body: dict | None = None, token: str = "agent"):
+    def send(self, operation_id: str, body: dict | None = None, caller: str = "agent"):
         path, method, _ = OPERATIONS[operation_id]
-        client = self.tokens[token]
+        client = self.callers[caller]
         if method == "get":
             return client.get(path)
         return client.post(path, self.real(body))
@@ -227,11 +227,11 @@ class Story:
                     assert re.match(pattern, actual), f"{where}: {actual!r} is not a {prefix} id"
                     assert self.ids.setdefault(expected, actual) == actual, where
 
-    def step(self, operation_id, request_name, status, answer_name, token="agent", **changes):
+    def step(self, operation_id, request_name, status, answer_name, caller="agent", **changes):
         body = None
         if request_name is not None:
             body = {**self.request(operation_id, request_name), **changes}
-        self.answer(operation_id, status, answer_name, self.send(operation_id, body, token))
+        self.answer(operation_id, status, answer_name, self.send(operation_id, body, caller))
 
 
 @pytest.fixture
@@ -242,8 +242,8 @@ def story(db, settings):
 
 
 def test_the_examples_are_a_true_story(story):
-    story.step("health_live", None, "200", "Live", token="none")
-    story.step("health_ready", None, "200", "Ready", token="none")
+    story.step("health_live", None, "200", "Live", caller="none")
+    story.step("health_ready", None, "200", "Ready", caller="none")
     story.step("capabilities", None, "200", "This server")
 
     story.step("capture_content_source", "A prompt", "202", "Accepted")
@@ -251,11 +251,11 @@ def test_the_examples_are_a_true_story(story):
     story.step(
         "capture_content_source", "A prompt", "409", "Same id, other payload", content="other"
     )
-    story.step("capture_content_source", "A prompt", "403", "Personal token", token="reviewer")
+    story.step("capture_content_source", "A prompt", "403", "Personal token", caller="reviewer")
 
     story.step("remember_memory", "A convention", "200", "Remembered")
     story.step("remember_memory", "A convention", "200", "Already remembered")
-    story.step("remember_memory", "A convention", "403", "Personal token", token="reviewer")
+    story.step("remember_memory", "A convention", "403", "Personal token", caller="reviewer")
     story.step(
         "remember_memory", "A convention", "409", "Stale expected_revision", expected_revision=0
     )
@@ -273,16 +273,16 @@ def test_the_examples_are_a_true_story(story):
 
     story.step("revise_memory_entry", "New text", "200", "Revised")
     story.step("revise_memory_entry", "New text", "409", "Superseded citation")
-    story.step("revise_memory_entry", "New text", "403", "Personal token", token="reviewer")
+    story.step("revise_memory_entry", "New text", "403", "Personal token", caller="reviewer")
     story.step("retire_memory_entry", "Retire", "200", "Retired")
     story.step("retire_memory_entry", "Retire", "409", "Already retired")
     story.step("retire_memory_entry", "Retire", "409", "Superseded citation", citation=citation)
-    story.step("retire_memory_entry", "Retire", "403", "Personal token", token="reviewer")
+    story.step("retire_memory_entry", "Retire", "403", "Personal token", caller="reviewer")
     story.step("reactivate_memory_entry", "Reactivate", "200", "Active again")
     story.step(
         "reactivate_memory_entry", "Reactivate", "409", "Superseded citation", citation=citation
     )
-    story.step("reactivate_memory_entry", "Reactivate", "403", "Personal token", token="reviewer")
+    story.step("reactivate_memory_entry", "Reactivate", "403", "Personal token", caller="reviewer")
     story.step("memory_changes", "From the start", "200", "First two revisions")
 
     story.step("propose_experience", "A prompt as evidence", "201", "Pending candidate")
@@ -294,39 +294,39 @@ def test_the_examples_are_a_true_story(story):
         source_refs=[{"name": "content", "source_id": "prompt-43"}],
     )
     story.step(
-        "propose_experience", "A prompt as evidence", "403", "Personal token", token="reviewer"
+        "propose_experience", "A prompt as evidence", "403", "Personal token", caller="reviewer"
     )
     story.step("list_artifact_candidates", "Pending, first page", "200", "One pending candidate")
     story.step("get_artifact_candidate", "Still at version 1?", "200", "Current version")
 
     story.step(
-        "revise_artifact_candidate", "Sharpen the lesson", "403", "The agent token", token="agent"
+        "revise_artifact_candidate", "Sharpen the lesson", "403", "The agent token", caller="agent"
     )
     story.step(
         "revise_artifact_candidate",
         "Sharpen the lesson",
         "200",
         "Version 2, still pending",
-        token="reviewer",
+        caller="reviewer",
     )
     story.step(
         "revise_artifact_candidate",
         "Sharpen the lesson",
         "409",
         "Stale version",
-        token="reviewer",
+        caller="reviewer",
     )
     story.step("get_artifact_candidate", "Still at version 1?", "409", "Stale version")
     story.step("approve_artifact_candidate", "Approve version 2", "403", "The agent token")
     story.step(
-        "approve_artifact_candidate", "Approve version 2", "200", "Approved", token="reviewer"
+        "approve_artifact_candidate", "Approve version 2", "200", "Approved", caller="reviewer"
     )
     story.step(
         "approve_artifact_candidate",
         "Approve version 2",
         "409",
         "Already decided",
-        token="reviewer",
+        caller="reviewer",
     )
     story.step("get_experience", "An approved revision", "200", "The lesson")
     artifact = story.request("get_experience", "An approved revision")["artifact"]
@@ -345,9 +345,9 @@ def test_the_examples_are_a_true_story(story):
     reject = story.request("reject_artifact_candidate", "A duplicate")
     story.ids[reject["candidate_id"]] = answer["candidate_id"]
     story.step("reject_artifact_candidate", "A duplicate", "403", "The agent token")
-    story.step("reject_artifact_candidate", "A duplicate", "200", "Rejected", token="reviewer")
+    story.step("reject_artifact_candidate", "A duplicate", "200", "Rejected", caller="reviewer")
     story.step(
-        "reject_artifact_candidate", "A duplicate", "409", "Already decided", token="reviewer"
+        "reject_artifact_candidate", "A duplicate", "409", "Already decided", caller="reviewer"
     )
 
     story.step("prepare_context", "The agent's prompt", "200", "A ready pack")
@@ -358,7 +358,7 @@ def test_the_examples_are_a_true_story(story):
     for operation_id, (_, _, operation) in OPERATIONS.items():
         if "401" in operation["responses"]:
             body = next(iter(request_examples(operation)), None)
-            story.step(operation_id, body, "401", "No or wrong token", token="none")
+            story.step(operation_id, body, "401", "No or wrong token", caller="none")
 
     every = {(operation_id, where, name) for operation_id, where, name, _, _ in every_example()}
     responses = {example for example in every if example[1] != "request"}
