@@ -22,6 +22,7 @@ import yaml
 from django.test import Client
 
 from experience import services as experience_services
+from powercontext.api.fields import StrictSerializer
 from powercontext.api.openapi_examples import ID_PATTERNS
 from tests.conftest import ApiClient
 
@@ -36,7 +37,7 @@ NOT_REPLAYED = {
 }
 # drf-spectacular's fragment for `null` in a nullable choice; no schema of ours.
 UNDESCRIBED_COMPONENTS = {"NullEnum"}
-INHERITED_DESCRIPTION = "Rejects unknown fields and non-object bodies."
+INHERITED_DESCRIPTION = StrictSerializer.__doc__.strip()
 
 
 def operations():
