@@ -95,8 +95,7 @@ class ExperienceGetView(ApiView):
             {
                 200: success(
                     ExperienceGetOutput,
-                    "The Experience revision: its lesson and the evidence it was approved "
-                    "with.",
+                    "The Experience revision: its lesson and the evidence it was approved with.",
                     examples.GET_RESPONSE,
                 )
             },

@@ -44,9 +44,7 @@ class HealthLiveView(_PublicView):
     @extend_schema(
         operation_id="health_live",
         tags=["health"],
-        responses={
-            200: success(HealthOutput, "The process answers.", examples.HEALTH_LIVE)
-        },
+        responses={200: success(HealthOutput, "The process answers.", examples.HEALTH_LIVE)},
         description="Liveness for a supervisor: 200 as long as the process serves HTTP, "
         "whatever the database. No token. Restart the process if this fails.",
     )
@@ -60,9 +58,7 @@ class HealthReadyView(_PublicView):
         tags=["health"],
         responses={
             200: success(HealthOutput, "Every check passed.", examples.HEALTH_READY),
-            503: success(
-                HealthOutput, "A check failed: see `checks`.", examples.HEALTH_NOT_READY
-            ),
+            503: success(HealthOutput, "A check failed: see `checks`.", examples.HEALTH_NOT_READY),
         },
         description="Readiness for a load balancer: 200 `ready` when the database "
         "answers, every migration is applied and the full-text indexes are consistent, "
@@ -92,11 +88,7 @@ class CapabilitiesView(ApiView):
         operation_id="capabilities",
         tags=["system"],
         responses=responses(
-            {
-                200: success(
-                    CapabilitiesOutput, "This server's capabilities.", examples.CAPABILITIES
-                )
-            }
+            {200: success(CapabilitiesOutput, "This server's capabilities.", examples.CAPABILITIES)}
         ),
         description="What this server offers, so a client can choose before it asks: "
         "e.g. a `search_modes` without `vector` means `POST /v1/memory/search` answers "
