@@ -4,14 +4,29 @@ Kept out of settings.py so the rules (where data lives, how a URL becomes a data
 how the secret key is kept) can be tested on their own.
 """
 
+import logging
 import os
 import secrets
+import stat
+import tempfile
 from pathlib import Path
 
 import dj_database_url
 import platformdirs
 
 OCEANBASE_ENGINE = "powercontext.db.backends.oceanbase"
+
+logger = logging.getLogger("powercontext.config")
+
+# The data directory holds every memory and the key that signs admin sessions: only the
+# owner may read it. The files in it are kept 0600 as well, in case the directory is
+# opened up again or a file is copied elsewhere with its mode.
+PRIVATE_DIRECTORY_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+# secrets.token_urlsafe(50) is 67 characters; Django itself warns below 50. A shorter
+# key file was cut off (a full disk, a copy gone wrong) or written by hand.
+SECRET_KEY_MIN_CHARS = 50
 
 
 @dj_database_url.register("oceanbase", OCEANBASE_ENGINE)
@@ -22,34 +37,134 @@ def _oceanbase_options(parsed: dict) -> None:
 
 
 def data_home() -> Path:
-    """The data directory: POWERCONTEXT_HOME, else the per-user data directory."""
+    """The data directory: POWERCONTEXT_HOME, else the per-user data directory.
+
+    Created 0700; an existing directory that group or others may enter is tightened to
+    0700, with a warning.
+    """
     configured = os.environ.get("POWERCONTEXT_HOME")
     home = Path(configured) if configured else Path(platformdirs.user_data_dir("powercontext"))
     home = home.expanduser().resolve()
+    home.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & 0o077:
+        home.chmod(PRIVATE_DIRECTORY_MODE)
+        logger.warning(
+            "Data directory %s was readable by other users (mode %04o); now %04o.",
+            home,
+            mode,
+            PRIVATE_DIRECTORY_MODE,
+        )
     # "static" too: WhiteNoise expects STATIC_ROOT to exist even when serving from finders.
-    (home / "static").mkdir(parents=True, exist_ok=True)
+    (home / "static").mkdir(mode=PRIVATE_DIRECTORY_MODE, exist_ok=True)
     return home
 
 
+class SecretKeyUnusable(Exception):
+    """The secret key file exists but holds no usable key."""
+
+
 def secret_key(home: Path) -> str:
-    """POWERCONTEXT_SECRET_KEY, else a key generated once and kept (0600) in ``home``."""
+    """POWERCONTEXT_SECRET_KEY, else a key generated once and kept (0600) in ``home``.
+
+    A key file that is empty or too short stops the process with one line saying what
+    to do (``SystemExit``, so no traceback): serving with it would answer 500 to every
+    request, or sign sessions with a guessable key.
+    """
     configured = os.environ.get("POWERCONTEXT_SECRET_KEY")
     if configured:
         return configured
-    path = home / "secret_key"
     try:
-        return path.read_text(encoding="ascii").strip()
+        return load_secret_key(home / "secret_key")
+    except SecretKeyUnusable as error:
+        raise SystemExit(f"PowerContext cannot start: {error}") from None
+
+
+def load_secret_key(path: Path) -> str:
+    """The key kept at ``path``, generated and written atomically on first use.
+
+    Raises ``SecretKeyUnusable`` for a key file that is empty or too short.
+    """
+    try:
+        return _read_key(path)
     except FileNotFoundError:
         pass
     key = secrets.token_urlsafe(50)
-    # O_EXCL: two processes starting at once must agree on one key, not overwrite.
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text(encoding="ascii").strip()
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(key)
+    _write_new_file_atomically(path, key.encode("ascii"))
+    # Two processes starting at once: the first rename wins and both use its key.
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> str:
+    key = path.read_text(encoding="ascii", errors="replace").strip()
+    if len(key) < SECRET_KEY_MIN_CHARS:
+        what = "is empty" if not key else f"holds only {len(key)} characters"
+        raise SecretKeyUnusable(
+            f"the secret key file {path} {what}. Delete it to have a new key generated "
+            "(this signs out admin sessions), or set POWERCONTEXT_SECRET_KEY to a key "
+            f"of at least {SECRET_KEY_MIN_CHARS} characters."
+        )
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        path.chmod(PRIVATE_FILE_MODE)
     return key
+
+
+def _write_new_file_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (0600) so that ``path`` is either absent or complete.
+
+    A temporary file in the same directory, fsynced, then linked into place: a failure
+    (a full disk) leaves no file behind, and an existing file is never replaced, so two
+    processes starting at once agree on one key.
+    """
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        try:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return
+        _fsync_directory(path.parent)
+    finally:
+        os.unlink(temporary)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def protect_sqlite_files(name: str) -> None:
+    """Create the SQLite database ``name`` 0600 if it is missing, and tighten it and its
+    WAL and shared-memory files if they are more open.
+
+    SQLite creates a new database 0644 (less the umask) and gives ``-wal`` and ``-shm``
+    the database file's mode, so a database created here keeps all three private.
+    """
+    if name == ":memory:" or name.startswith("file:"):
+        return
+    path = Path(name)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        return  # no such directory: SQLite's own error says so when it connects
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            if stat.S_IMODE(file.stat().st_mode) & 0o077:
+                file.chmod(PRIVATE_FILE_MODE)
+        except FileNotFoundError:
+            pass
 
 
 def database_config(home: Path) -> dict:
@@ -63,6 +178,7 @@ def database_config(home: Path) -> dict:
             "NAME": str(home / "powercontext.sqlite3"),
         }
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        protect_sqlite_files(str(config["NAME"]))
         options = config.setdefault("OPTIONS", {})
         # WAL lets readers keep a snapshot while a writer commits; IMMEDIATE makes a
         # write transaction take the write lock up front, so two writers queue on the

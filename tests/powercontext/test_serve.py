@@ -12,6 +12,7 @@ import re
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import textwrap
@@ -148,6 +149,7 @@ def _env(tmp_path, **overrides):
     env["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     env.pop("POWERCONTEXT_API_TOKEN", None)
+    env.pop("POWERCONTEXT_SECRET_KEY", None)
     env["POWERCONTEXT_HOME"] = str(tmp_path)
     env["PYTHONUNBUFFERED"] = "1"
     env.update(overrides)
@@ -405,3 +407,49 @@ def test_a_second_signal_stops_without_waiting_for_the_grace_period(start_proces
     started = time.monotonic()
     assert process.stop(signal.SIGINT, timeout=STOP_TIMEOUT) == 0
     assert time.monotonic() - started < 5
+
+
+# -- the data directory's files -------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_served_database_and_its_key_are_readable_by_the_owner_only(start_process, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o755)  # as an older version left it
+    process, base_url, _ = _serve(start_process, home)
+    assert _get(base_url + "health/ready")[0] == 200
+
+    # While serving: SQLite removes -wal and -shm when the last connection closes.
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    for name in ("powercontext.sqlite3", "powercontext.sqlite3-wal", "powercontext.sqlite3-shm"):
+        assert stat.S_IMODE((home / name).stat().st_mode) == 0o600, name
+    assert stat.S_IMODE((home / "secret_key").stat().st_mode) == 0o600
+
+    assert process.stop() == 0
+    deadline = time.monotonic() + 5
+    while "now 0700" not in process.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)  # the stderr reader finishes after the pipe closes
+    warning = f"Data directory {home.resolve()} was readable by other users (mode 0755); now 0700."
+    assert warning in process.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["check"], ["serve", "--port", "0"]])
+def test_an_empty_key_file_is_refused_in_one_line_before_serving(tmp_path, command):
+    (tmp_path / "secret_key").write_bytes(b"")  # a first start on a full disk
+    result = subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=REPO_ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT,
+    )
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        f"PowerContext cannot start: the secret key file {tmp_path.resolve() / 'secret_key'} "
+        "is empty. Delete it to have a new key generated (this signs out admin sessions), "
+        "or set POWERCONTEXT_SECRET_KEY to a key of at least 50 characters."
+    ]
+    assert "PowerContext serving" not in result.stdout
