@@ -143,9 +143,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def protect_sqlite_files(name: str) -> None:
-    """Create the SQLite database ``name`` 0600 if it is missing, and tighten it and its
-    WAL and shared-memory files if they are more open.
+def protect_sqlite_files(name: str, *, create: bool = False) -> None:
+    """Tighten the SQLite database ``name`` and its WAL and shared-memory files to 0600
+    if they are more open; with ``create``, first create a missing database 0600.
 
     SQLite creates a new database 0644 (less the umask) and gives ``-wal`` and ``-shm``
     the database file's mode, so a database created here keeps all three private.
@@ -153,12 +153,13 @@ def protect_sqlite_files(name: str) -> None:
     if name == ":memory:" or name.startswith("file:"):
         return
     path = Path(name)
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
-    except FileExistsError:
-        pass
-    except FileNotFoundError:
-        return  # no such directory: SQLite's own error says so when it connects
+    if create:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            return  # no such directory: SQLite's own error says so when it connects
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         try:
             if stat.S_IMODE(file.stat().st_mode) & 0o077:
@@ -178,6 +179,8 @@ def database_config(home: Path) -> dict:
             "NAME": str(home / "powercontext.sqlite3"),
         }
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Existing files only: reading the settings creates no database
+        # (``manage.py serve`` creates it, once it knows it will serve).
         protect_sqlite_files(str(config["NAME"]))
         options = config.setdefault("OPTIONS", {})
         # WAL lets readers keep a snapshot while a writer commits; IMMEDIATE makes a

@@ -62,8 +62,9 @@ def test_an_open_data_directory_is_tightened_with_one_warning(
 
 
 def test_the_database_and_its_wal_files_are_created_private(tmp_path, open_umask):
-    settings_dict = config.database_config(tmp_path)
-    name = settings_dict["NAME"]
+    name = config.database_config(tmp_path)["NAME"]
+    assert not (tmp_path / "powercontext.sqlite3").exists()  # reading settings creates none
+    config.protect_sqlite_files(name, create=True)
     assert _mode(tmp_path / "powercontext.sqlite3") == 0o600
 
     # SQLite creates -wal and -shm itself, with the database file's mode.

@@ -5,6 +5,7 @@ The process tests start real servers, always on 127.0.0.1 with port 0.
 
 import http.client
 import io
+import json
 import logging
 import os
 import queue
@@ -25,11 +26,13 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from powercontext.api.errors import error_body
 from powercontext.management.commands import serve as serve_command
 from powercontext.serving import (
     BindRefused,
     Server,
     check_bind_allowed,
+    error_response,
     format_url,
     is_loopback,
 )
@@ -453,3 +456,159 @@ def test_an_empty_key_file_is_refused_in_one_line_before_serving(tmp_path, comma
         "or set POWERCONTEXT_SECRET_KEY to a key of at least 50 characters."
     ]
     assert "PowerContext serving" not in result.stdout
+
+
+# -- slow clients and waitress's own errors -------------------------------------------
+
+# More than waitress's default connection limit (100), which such clients used to fill.
+TRICKLING_CLIENTS = 150
+
+
+def _port_of(base_url):
+    return int(base_url.rsplit(":", 1)[1].rstrip("/"))
+
+
+class _Tricklers:
+    """Connections that send a request one byte at a time and never finish it."""
+
+    def __init__(self, port, count):
+        self.sockets = []
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sock.sendall(b"POST /v1/memory/search HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            self.sockets.append(sock)
+        self.answers = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._trickle, daemon=True)
+        self._thread.start()
+
+    def _trickle(self):
+        while not self._stop.wait(0.5):
+            for sock in self.sockets:
+                if sock in self.answers:
+                    continue
+                try:
+                    sock.send(b"a")
+                except OSError:
+                    self.answers[sock] = self._read(sock)
+
+    def _read(self, sock):
+        sock.settimeout(1)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except OSError:
+            pass
+        return received
+
+    def wait_until_all_closed(self, timeout):
+        deadline = time.monotonic() + timeout
+        while len(self.answers) < len(self.sockets) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self._stop.set()
+        self._thread.join()
+        return len(self.sockets) - len(self.answers)
+
+    def close(self):
+        self._stop.set()
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.mark.slow
+def test_trickling_clients_neither_starve_health_nor_outlast_the_request_timeout(
+    start_process, tmp_path
+):
+    process, base_url, _ = _serve(start_process, tmp_path, "--request-timeout", "2")
+    tricklers = _Tricklers(_port_of(base_url), TRICKLING_CLIENTS)
+    try:
+        started = time.monotonic()
+        with urllib.request.urlopen(base_url + "health/live", timeout=1.5) as response:
+            assert response.status == 200
+        assert time.monotonic() - started < 1.5
+
+        still_open = tricklers.wait_until_all_closed(timeout=6)
+        assert still_open == 0
+        for answer in tricklers.answers.values():
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408 "), answer[:200]
+            assert json.loads(body)["error"]["code"] == "request_timeout"
+    finally:
+        tricklers.close()
+    assert _get(base_url + "health/live")[0] == 200
+    assert process.stop() == 0
+
+
+@pytest.mark.slow
+def test_a_full_server_accepts_again_once_trickling_clients_are_shed(start_process, tmp_path):
+    process, base_url, _ = _serve(
+        start_process, tmp_path, "--connection-limit", "20", "--request-timeout", "2"
+    )
+    tricklers = _Tricklers(_port_of(base_url), 30)  # 10 wait in the backlog
+    try:
+        started = time.monotonic()
+        with urllib.request.urlopen(base_url + "health/live", timeout=8) as response:
+            assert response.status == 200
+        # At most two request timeouts (the held ones, then the backlog's) and a sweep.
+        assert time.monotonic() - started < 6
+    finally:
+        tricklers.close()
+    assert process.stop() == 0
+
+
+def _raw_exchange(port, request):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except ConnectionResetError:
+            pass  # waitress closes after an error; the rest of a large request is unread
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    # Names lowercased: waitress writes them in its own capitalisation.
+    headers = {name.lower(): value for name, value in (h.split(": ", 1) for h in header_lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.slow
+def test_errors_waitress_answers_itself_have_the_api_error_shape(start_process, tmp_path):
+    _, base_url, _ = _serve(start_process, tmp_path)
+    port = _port_of(base_url)
+    host = b"Host: 127.0.0.1\r\n"
+    cases = {
+        400: b"GET /health/live HTTP/1.1\r\n" + host + b"Bad Header Line\r\n\r\n",
+        # Over waitress's own cap (4 x the API's 4 MiB), refused before any body is read.
+        413: b"POST /v1/memory/search HTTP/1.1\r\n"
+        + host
+        + b"Content-Type: application/json\r\nContent-Length: 17000000\r\n\r\n",
+        431: b"GET /health/live HTTP/1.1\r\n" + host + b"X-Big: " + b"a" * 300_000 + b"\r\n\r\n",
+        501: b"POST /v1/memory/search HTTP/1.1\r\n" + host + b"Transfer-Encoding: gzip\r\n\r\n",
+    }
+    codes = {}
+    for status, request in cases.items():
+        answered, headers, body = _raw_exchange(port, request)
+        assert answered == status, body
+        assert headers["content-type"] == "application/json"
+        assert re.fullmatch(r"[0-9a-f]{32}", headers["x-powercontext-request-id"])
+        error = json.loads(body)["error"]
+        assert set(error) == {"code", "message", "details"}
+        assert error["details"] is None
+        assert "Bad Header" not in error["message"]  # the request is not quoted back
+        codes[status] = error["code"]
+    assert codes == {
+        400: "bad_request",
+        413: "payload_too_large",
+        431: "headers_too_large",
+        501: "not_implemented",
+    }
+
+
+@pytest.mark.parametrize("status", [400, 408, 413, 431, 500, 501])
+def test_waitress_error_bodies_are_the_api_error_body(status):
+    headers, body = error_response(status)
+    error = json.loads(body)["error"]
+    assert json.loads(body) == error_body(error["code"], error["message"])
+    assert ("Content-Type", "application/json") in headers

@@ -9,10 +9,14 @@ from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
 from powercontext import origin_policy, startup
+from powercontext.config import protect_sqlite_files
 from powercontext.serving import (
+    DEFAULT_CONNECTION_LIMIT,
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
     DEFAULT_PORT,
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
     DEFAULT_THREADS,
     BindRefused,
     Server,
@@ -53,14 +57,51 @@ class Command(BaseCommand):
             help="Seconds requests in flight may take to finish after SIGTERM/SIGINT "
             f"(default {DEFAULT_GRACE_SECONDS:g}).",
         )
+        parser.add_argument(
+            "--connection-limit",
+            type=int,
+            default=DEFAULT_CONNECTION_LIMIT,
+            help="Client connections held at once; more wait to be accepted "
+            f"(default {DEFAULT_CONNECTION_LIMIT}).",
+        )
+        parser.add_argument(
+            "--idle-timeout",
+            type=int,
+            default=DEFAULT_IDLE_TIMEOUT_SECONDS,
+            help="Seconds a connection may stay open without a request in progress "
+            f"(default {DEFAULT_IDLE_TIMEOUT_SECONDS}).",
+        )
+        parser.add_argument(
+            "--request-timeout",
+            type=float,
+            default=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+            help="Seconds a request (headers and body) may take to arrive; a slower one "
+            f"gets 408 and is closed (default {DEFAULT_REQUEST_TIMEOUT_SECONDS:g}).",
+        )
 
-    def handle(self, *args, host, port, threads, grace, verbosity, **options):
+    def handle(
+        self,
+        *args,
+        host,
+        port,
+        threads,
+        grace,
+        connection_limit,
+        idle_timeout,
+        request_timeout,
+        verbosity,
+        **options,
+    ):
         if not 0 <= port <= 65535:
             raise CommandError("--port must be between 0 and 65535.")
         if threads < 1:
             raise CommandError("--threads must be at least 1.")
         if grace < 0:
             raise CommandError("--grace must not be negative.")
+        if connection_limit < 1:
+            raise CommandError("--connection-limit must be at least 1.")
+        if idle_timeout < 1 or request_timeout <= 0:
+            raise CommandError("--idle-timeout and --request-timeout must be positive.")
         # Before anything touches the database: a refused start changes nothing.
         try:
             check_bind_allowed(host, token_configured=bool(settings.POWERCONTEXT_API_TOKEN))
@@ -74,6 +115,9 @@ class Command(BaseCommand):
             )
         origin_policy.allow_bound_host(host)
 
+        connection = connections["default"]
+        if connection.vendor == "sqlite":
+            protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             application = get_internal_wsgi_application()
@@ -83,6 +127,9 @@ class Command(BaseCommand):
                     host=host,
                     port=port,
                     threads=threads,
+                    connection_limit=connection_limit,
+                    idle_timeout=idle_timeout,
+                    request_timeout=request_timeout,
                     # Bodies the application would refuse anyway (413 in the API's own
                     # error shape) need not be buffered to disk; far larger ones get
                     # waitress's plain 413 before they are read.
