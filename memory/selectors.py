@@ -34,6 +34,11 @@ from powercontext.search import RankedHit, search_backend
 from powercontext.snapshot import read_snapshot
 
 SEARCH_MODES = ("auto", "fts")
+# A list page stops before the entry that would take its entries past this many bytes
+# (text, kind and references, UTF-8), and always holds at least one entry: 1000 entries
+# of 8 KiB would otherwise make one response of 10 to 20 MB (docs/RELIABILITY.md,
+# "Bounded responses").
+LIST_PAGE_BYTES = 1024 * 1024
 
 
 class SearchInconsistent(PowerContextError):
@@ -138,16 +143,32 @@ def memory_entries_list(
     )
     if not include_inactive:
         rows = rows.filter(state=ManifestState.ACTIVE)
-    page = list(rows.order_by("entry_id")[: limit + 1])
+    page: list[MemoryManifestRow] = []
+    page_bytes = 0
     next_cursor = None
-    if len(page) > limit:
-        page = page[:limit]
-        next_cursor = _ListCursor(revision, page[-1].entry_id, include_inactive).encode()
+    # Rows are read in chunks, so a page that fills its bytes early reads little more.
+    for row in rows.order_by("entry_id")[: limit + 1].iterator(chunk_size=100):
+        size = _entry_bytes(row.entry_version)
+        if len(page) == limit or (page and page_bytes + size > LIST_PAGE_BYTES):
+            next_cursor = _ListCursor(revision, page[-1].entry_id, include_inactive).encode()
+            break
+        page.append(row)
+        page_bytes += size
     return {
         "memory": memory_ref(revision),
         "entries": [entry_payload(revision, row.entry_version, row.state) for row in page],
         "next_cursor": next_cursor,
     }
+
+
+def _entry_bytes(version: MemoryEntryVersion) -> int:
+    # The references are kept as JSON text: their length is what the response carries.
+    return (
+        len(version.text.encode())
+        + len(version.kind.encode())
+        + len(version.source_refs.encode())
+        + len(version.artifact_refs.encode())
+    )
 
 
 def memory_changes(*, scope_id: str, since_revision: int, limit: int = 1000) -> dict[str, Any]:
