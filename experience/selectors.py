@@ -119,6 +119,28 @@ def _filters_key(scope_id: str, status: str, family: str | None) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
+# A list page stops before the candidate that would take its candidates past this many
+# bytes (proposal, reasons and references, UTF-8), and always holds at least one:
+# 100 candidates of four 8,000-character fields could otherwise make one response of
+# over 10 MB (docs/RELIABILITY.md, "Bounded responses").
+LIST_PAGE_BYTES = 1024 * 1024
+_VERSIONS_PER_READ = 20
+
+
+def _version_bytes(candidate: Candidate, version: CandidateVersion) -> int:
+    texts = (
+        version.situation,
+        version.action,
+        version.outcome,
+        version.lesson,
+        version.source_refs,  # kept as JSON text: its length is what the response carries
+        version.artifact_refs,
+        version.reason or "",
+        candidate.decision_reason or "",
+    )
+    return sum(len(text.encode()) for text in texts)
+
+
 def candidate_list(
     *,
     scope_id: str,
@@ -138,23 +160,34 @@ def candidate_list(
             Q(created_at__lt=position.created_at)
             | Q(created_at=position.created_at, candidate_id__gt=position.candidate_id)
         )
-    page = list(candidates.order_by("-created_at", "candidate_id")[: limit + 1])
+    rows = list(candidates.order_by("-created_at", "candidate_id")[: limit + 1])
+    payloads: list[dict[str, Any]] = []
+    page_bytes = 0
     next_cursor = None
-    if len(page) > limit:
-        page = page[:limit]
-        last = page[-1]
-        next_cursor = _ListCursor(filters, last.created_at, last.candidate_id).encode()
-    versions = {
-        version.candidate_id: version
-        for version in CandidateVersion.objects.filter(
-            candidate_id__in=[candidate.candidate_id for candidate in page],
-            version=F("candidate__version"),
-        )
-    }
+    # Versions (the large part) are read a few candidates at a time, so a page that
+    # fills its bytes early reads little more.
+    for start in range(0, len(rows), _VERSIONS_PER_READ):
+        chunk = rows[start : start + _VERSIONS_PER_READ]
+        versions = {
+            version.candidate_id: version
+            for version in CandidateVersion.objects.filter(
+                candidate_id__in=[candidate.candidate_id for candidate in chunk],
+                version=F("candidate__version"),
+            )
+        }
+        for candidate in chunk:
+            version = versions[candidate.candidate_id]
+            size = _version_bytes(candidate, version)
+            if len(payloads) == limit or (payloads and page_bytes + size > LIST_PAGE_BYTES):
+                last = rows[len(payloads) - 1]
+                next_cursor = _ListCursor(filters, last.created_at, last.candidate_id).encode()
+                break
+            payloads.append(candidate_payload(candidate, version))
+            page_bytes += size
+        if next_cursor is not None:
+            break
     return {
-        "candidates": [
-            candidate_payload(candidate, versions[candidate.candidate_id]) for candidate in page
-        ],
+        "candidates": payloads,
         "next_cursor": next_cursor,
     }
 
