@@ -321,6 +321,7 @@ class ServerProcess:
     store: Store
     threads: int = 4
     log_name: str | None = "server.log"
+    serve_args: tuple[str, ...] = ()  # more ``manage.py serve`` options
     host: str = ""
     port: int = 0
     process: subprocess.Popen | None = None
@@ -344,6 +345,7 @@ class ServerProcess:
                     "0",
                     "--threads",
                     str(self.threads),
+                    *self.serve_args,
                 ],
                 cwd=REPO_ROOT,
                 env=self.store.env(),
