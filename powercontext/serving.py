@@ -172,21 +172,27 @@ class _Channel(HTTPChannel):
     def refuse_slow_request(self) -> None:
         """Answer 408 and close: the request took longer than allowed to arrive.
 
-        Called on the event loop's thread while no task runs on this channel, so the
-        output buffer is written as waitress's own ``received`` writes ``100 Continue``.
+        Called on the event loop's thread. Under the requests lock (as waitress's own
+        ``received``) and only while no task runs on this channel, so no response is
+        being written: the 408 goes into the output buffer as waitress writes
+        ``100 Continue``.
         """
-        headers, body = error_response(408)
-        head = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
-        head += "".join(f"{name}: {value}\r\n" for name, value in headers)
-        head += f"Content-Length: {len(body)}\r\n\r\n"
-        payload = head.encode("latin-1") + body
-        with self.outbuf_lock:
-            self.outbufs[-1].append(payload)
-            self.current_outbuf_count += len(payload)
-            self.total_outbufs_len += len(payload)
-        request, self.request = self.request, None
-        request.close()  # a body already spooled to a temporary file
-        self.close_when_flushed = True
+        with self.requests_lock:
+            request = self.request
+            if request is None or self.requests or self.will_close:
+                return
+            headers, body = error_response(408)
+            head = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+            head += "".join(f"{name}: {value}\r\n" for name, value in headers)
+            head += f"Content-Length: {len(body)}\r\n\r\n"
+            payload = head.encode("latin-1") + body
+            with self.outbuf_lock:
+                self.outbufs[-1].append(payload)
+                self.current_outbuf_count += len(payload)
+                self.total_outbufs_len += len(payload)
+            self.request = None
+            request.close()  # a body already spooled to a temporary file
+            self.close_when_flushed = True
 
 
 class _SlowRequestSweeper:
