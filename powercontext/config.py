@@ -4,6 +4,8 @@ Kept out of settings.py so the rules (where data lives, how a URL becomes a data
 how the secret key is kept) can be tested on their own.
 """
 
+import contextlib
+import errno
 import logging
 import os
 import secrets
@@ -130,9 +132,16 @@ def _write_new_file_atomically(path: Path, data: bytes) -> None:
             os.link(temporary, path)
         except FileExistsError:
             return
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
+            # A file system without hard links: a rename is still atomic, but would
+            # replace a key another process wrote in the meantime.
+            os.rename(temporary, path)
         _fsync_directory(path.parent)
     finally:
-        os.unlink(temporary)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
 def _fsync_directory(directory: Path) -> None:

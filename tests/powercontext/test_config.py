@@ -154,3 +154,16 @@ def test_processes_starting_at_once_agree_on_one_key(tmp_path, monkeypatch):
         thread.join()
     assert len(set(keys)) == 1
     assert (tmp_path / "secret_key").read_text(encoding="ascii") == keys[0]
+
+
+def test_a_key_is_still_written_where_hard_links_are_not_supported(tmp_path, monkeypatch):
+    monkeypatch.delenv("POWERCONTEXT_SECRET_KEY", raising=False)
+
+    def no_links(*args):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(config.os, "link", no_links)
+    key = config.secret_key(tmp_path)
+    assert (tmp_path / "secret_key").read_text(encoding="ascii") == key
+    assert _mode(tmp_path / "secret_key") == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret_key"]
