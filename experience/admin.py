@@ -35,7 +35,7 @@ from experience.serializers import (
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
 from memory.selectors import memory_revision_cited
 from powercontext.artifacts import revision_content
-from powercontext.desk import DESK_CSS, ReadOnlyAdmin, human_datetime
+from powercontext.desk import DESK_CSS, DefaultedFilter, ReadOnlyAdmin, human_datetime
 from powercontext.exceptions import PowerContextError
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.visible_text import breaks_are_crlf, editable, excerpt, reveal, submitted
@@ -47,27 +47,18 @@ LESSON_EXCERPT_CHARS = 160
 # -- the queue ------------------------------------------------------------------------
 
 
-class StatusFilter(admin.SimpleListFilter):
+class StatusFilter(DefaultedFilter):
     """Pending by default: the queue is what still needs a decision."""
 
     title = "status"
     parameter_name = "status"
-    ALL = "all"
+    default = CandidateStatus.PENDING
 
     def lookups(self, request, model_admin):
         return [*CandidateStatus.choices, (self.ALL, "All")]
 
-    def choices(self, changelist):
-        current = self.value() or CandidateStatus.PENDING
-        for lookup, title in self.lookup_choices:
-            yield {
-                "selected": current == lookup,
-                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
-                "display": title,
-            }
-
     def queryset(self, request, queryset):
-        value = self.value() or CandidateStatus.PENDING
+        value = self.value()
         if value == self.ALL:
             return queryset
         return queryset.filter(status=value)

@@ -20,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
 from memory.selectors import memory_entry_history, state_label
 from memory.values import CHANGE_OP_WIRE
-from powercontext.desk import ReadOnlyAdmin, human_datetime
+from powercontext.desk import DefaultedFilter, ReadOnlyAdmin, human_datetime
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.visible_text import excerpt, reveal
 
@@ -54,13 +54,13 @@ class ScopeFilter(admin.SimpleListFilter):
         return queryset if value is None else queryset.filter(scope_id=value)
 
 
-class StateFilter(admin.SimpleListFilter):
+class StateFilter(DefaultedFilter):
     """Current versions by default (one row per entry); older versions on request."""
 
     title = "state now"
     parameter_name = "state"
     CURRENT = "current"
-    ALL = "all"
+    default = CURRENT
 
     def lookups(self, request, model_admin):
         return [
@@ -71,17 +71,8 @@ class StateFilter(admin.SimpleListFilter):
             (self.ALL, "All versions"),
         ]
 
-    def choices(self, changelist):
-        current = self.value() or self.CURRENT
-        for lookup, title in self.lookup_choices:
-            yield {
-                "selected": current == lookup,
-                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
-                "display": title,
-            }
-
     def queryset(self, request, queryset):
-        value = self.value() or self.CURRENT
+        value = self.value()
         if value == self.ALL:
             return queryset
         if value == self.CURRENT:

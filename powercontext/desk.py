@@ -44,3 +44,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class DefaultedFilter(admin.SimpleListFilter):
+    """A list filter that applies ``default`` when the URL names no choice (and shows it
+    selected), with an ``all`` choice that filters nothing."""
+
+    ALL = "all"
+    default: str
+
+    def value(self) -> str:
+        return super().value() or self.default
+
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
