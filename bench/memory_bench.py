@@ -12,7 +12,8 @@ write path minus HTTP), which the output says. Then:
 - remember: median (and p90) latency of ``--samples`` HTTP remembers at the small and at
   the large size, same run; target: large <= 1.5 x small;
 - search: every query of ``--queries`` (>= 200) through HTTP at ``--search-entries``,
-  against the raw FTS5 statement the backend issues for the same selected terms, run
+  against the raw FTS5 candidate statements the backend issues for the same terms, their
+  rows scored as memory.selectors scores them, run
   with Python's sqlite3 on the same file; target: median and p99 <= raw + 5 ms;
 - rebuild_index at ``--search-entries``: entries per second and peak RSS of the process,
   once with nothing to repair (while searches run against the server) and once after the
@@ -163,7 +164,8 @@ class Bench:
 
         from memory.term_stats import term_frequencies
         from powercontext import analyzer
-        from powercontext.search.policy import select_terms
+        from powercontext.search.policy import CANDIDATE_POOL, plan_search
+        from powercontext.search.ranking import rank
         from powercontext.search.sqlite import match_expression
 
         queries = load_queries(self.args.queries)
@@ -171,17 +173,26 @@ class Bench:
         plans = []
         for query in queries:
             terms = analyzer.query_terms(query)
-            # Term selection as memory.selectors does it; only the MATCH is timed raw.
+            # Term weights as memory.selectors takes them; the candidate statements and
+            # the scoring of their rows are timed raw.
             frequencies, documents = term_frequencies(scope_id=SCOPE, terms=terms)
-            selected = select_terms(terms, frequencies, documents)
-            plans.append((query, match_expression(SCOPE, selected) if selected else None))
+            plans.append((query, plan_search(terms, frequencies, documents)))
+        candidates_sql = RAW_MATCH_SQL.replace(" AS rank ", " AS rank, e.searchable_text ")
+        pool = max(SEARCH_LIMIT, CANDIDATE_POOL)
 
-        def raw_query(expression: str | None) -> tuple[list[str], float]:
-            if expression is None:
-                return [], 0.0
+        def raw_query(plan) -> tuple[list[str], float]:
             began = time.perf_counter()
-            rows = raw.execute(RAW_MATCH_SQL, [expression, SEARCH_LIMIT]).fetchall()
-            return [row[0] for row in rows], time.perf_counter() - began
+            rows: list = []
+            for group in (plan.match, plan.fallback):
+                # As memory/search does: the common terms' candidates fill a short list.
+                if group and len(rows) < SEARCH_LIMIT:
+                    seen = {row[0] for row in rows}
+                    found = raw.execute(
+                        candidates_sql, [match_expression(SCOPE, list(group)), pool]
+                    ).fetchall()
+                    rows += [row for row in found if row[0] not in seen]
+            scored = rank(((row[0], row[3]) for row in rows), plan.weights)
+            return [key for key, _ in scored[:SEARCH_LIMIT]], time.perf_counter() - began
 
         # Warm both paths (page cache, statement caches) before measuring.
         for query, expression in plans:
@@ -209,7 +220,7 @@ class Bench:
             f"{mismatches} result mismatches vs raw",
         )
         self.row(
-            "search median: HTTP / raw FTS5",
+            "search median: HTTP / raw FTS5",  # raw: the candidate statements + scoring
             f"{medians[0] * 1000:.2f} / {medians[1] * 1000:.2f} ms",
             "HTTP <= raw + 5 ms",
             _verdict(ok_median),

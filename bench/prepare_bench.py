@@ -10,11 +10,11 @@ one transaction each: the server's write path minus HTTP), then starts the real 
 captures each committed realistic prompt (bench/prompts/prepare_prompts.json) into the
 scope's source journal (``POST /v1/sources/content``, ids stable, so a re-run on a reused
 data directory repeats the same captures idempotently); prepare then reads that prompt
-history and leaves the terms recurring in it unsearched. It then sends every prompt
-through ``POST /v1/context/prepare``. In the same run, interleaved with the HTTP requests,
-it times the raw FTS5 statement the backend issues for the same selected terms (recurring
-terms left out as prepare leaves them out; same window of 16) with Python's sqlite3 on the
-same database file. Target: median HTTP latency <= raw median + 5 ms; p99 is reported too.
+history and weighs the terms recurring in it down. It then sends every prompt through
+``POST /v1/context/prepare``. In the same run, interleaved with the HTTP requests, it times
+the raw FTS5 statement for the terms of prepare's first candidate query (recurring terms
+left out as prepare leaves them out there; a window of 16, where prepare fetches 50
+candidates and scores them) with Python's sqlite3 on the same database file. Target: median HTTP latency <= raw median + 5 ms; p99 is reported too.
 """
 
 from __future__ import annotations

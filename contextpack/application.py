@@ -3,7 +3,8 @@
 It resolves one Memory head, searches exactly that revision (and the approved
 Experience heads) inside one read snapshot, and hands typed hits to the pure builder.
 The query is a whole prompt: terms that recur in the scope's recent captured prompts are
-the user's boilerplate and are not searched (``powercontext.search.policy``).
+the user's boilerplate and weigh less (``powercontext.search.policy``), and each entry is
+scored by the prompt's segment it matches best (``powercontext.search.ranking``).
 It writes nothing: no source, no memory, no cursor, no projection.
 
 ``explain`` is the same operation for a person at the desk (``contextpack.preview``): the
@@ -40,6 +41,7 @@ from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext import analyzer, metrics
 from powercontext.prompt_history import recent_prompt_terms
 from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
+from powercontext.search.ranking import query_segments
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
@@ -135,6 +137,7 @@ class ScopedContextApplication:
         terms = analyzer.query_terms(query)
         prompts = recent_prompt_terms(scope_id=scope_id, query=query)
         recurring = recurring_terms(terms, prompts)
+        segments = query_segments(query)
         memory_hits = [
             MemoryHit(
                 citation=MemoryCitation(
@@ -150,6 +153,7 @@ class ScopedContextApplication:
                 terms=terms,
                 limit=MEMORY_WINDOW + beyond_window,
                 recurring=recurring,
+                segments=segments,
             )
         ]
         experience_hits = experience_search_at(
@@ -157,6 +161,7 @@ class ScopedContextApplication:
             terms=terms,
             limit=EXPERIENCE_WINDOW + beyond_window,
             recurring=recurring,
+            segments=segments,
         )
         return _Retrieved(
             head=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, head),
@@ -183,7 +188,7 @@ def _family_terms(
 ) -> FamilyExplanation:
     """Each query term's fate in one family's search, from the counts that search used
     (the caller's read snapshot, so the same counts)."""
-    counted = countable_terms(found.terms, found.recurring)
+    counted = countable_terms(found.terms)
     frequencies, documents = stats.term_frequencies(scope_id=scope_id, terms=counted)
     counted_set = set(counted)
     return FamilyExplanation(

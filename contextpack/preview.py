@@ -249,15 +249,15 @@ def _term_reason(term: TermExplanation, documents: int, prompts: int) -> str:
         return "left out: a function word"
     if decision == policy.RECURRING:
         return (
-            f"left out as a recurring instruction: in {term.recent_prompts} of the "
+            f"weighted down as a recurring instruction: in {term.recent_prompts} of the "
             f"{prompts} recent prompts"
         )
     if decision == policy.UNKNOWN:
         return "left out: in no document"
     if decision == policy.TOO_COMMON:
         return (
-            f"left out as too common: in {term.documents} of {documents} documents "
-            f"(over {policy.COMMON_TERM_SHARE:.0%})"
+            f"weighted down as common: in {term.documents} of {documents} documents "
+            f"(over {policy.COMMON_TERM_SHARE:.0%}); searched when the rarer terms find nothing"
         )
     if decision == policy.OVER_TERM_LIMIT:
         return f"left out: only the {policy.MAX_QUERY_TERMS} rarest terms are searched"

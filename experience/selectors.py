@@ -7,7 +7,7 @@ nothing here (nor search, nor the Context Pack) ever turns into Experience.
 
 import hashlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +16,7 @@ from django.db.models import F, Q
 
 from contextpack.builder import ArtifactRef, ExperienceHit
 from experience.models import Candidate, CandidateStatus, CandidateVersion
-from experience.term_stats import search_terms
+from experience.term_stats import search_plan
 from experience.values import EXPERIENCE_FAMILY, Proposal, experience_ref
 from powercontext.artifacts import revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
@@ -28,7 +28,9 @@ from powercontext.exceptions import (
     PowerContextError,
 )
 from powercontext.models import ArtifactRevision
-from powercontext.search import search_backend
+from powercontext.search import RankedArtifact, search_backend
+from powercontext.search.policy import CANDIDATE_POOL
+from powercontext.search.ranking import rank
 
 
 class ExperienceIndexInconsistent(PowerContextError):
@@ -227,23 +229,39 @@ def experience_get(
 
 
 def experience_search_at(
-    *, scope_id: str, terms: list[str], limit: int, recurring: Collection[str] = frozenset()
+    *,
+    scope_id: str,
+    terms: list[str],
+    limit: int,
+    recurring: Collection[str] = frozenset(),
+    segments: Sequence[Collection[str]] | None = None,
 ) -> list[ExperienceHit]:
     """Approved Experience of the scope matching a query's analyzer ``terms``, best first
     (ties by artifact id), each citing its exact head revision with its four fields, as
-    the Context Pack builder takes them; ``recurring`` terms are not searched
-    (``powercontext.search.policy``).
+    the Context Pack builder takes them; ranked as Memory is (``recurring`` terms weigh
+    less, ``segments`` score separately: ``memory.selectors.memory_search_at``).
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
     ExperienceIndexInconsistent when the index describes another revision than the head.
     """
-    selected = search_terms(scope_id=scope_id, terms=terms, recurring=recurring)
-    if not selected:
-        return []
-    ranked = search_backend().experience_match(scope_id=scope_id, terms=selected, limit=limit)
-    if any(hit.revision != hit.indexed_revision for hit in ranked):
+    plan = search_plan(
+        scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
+    )
+    backend = search_backend()
+    candidates: list[RankedArtifact] = []
+    for group in (plan.match, plan.fallback):
+        if group and not candidates:
+            candidates = backend.experience_match(
+                scope_id=scope_id, terms=list(group), limit=max(limit, CANDIDATE_POOL)
+            )
+    if any(hit.revision != hit.indexed_revision for hit in candidates):
         raise ExperienceIndexInconsistent()
+    by_id = {hit.artifact_id: hit for hit in candidates}
+    scored = rank(
+        ((hit.artifact_id, hit.searchable_text) for hit in candidates), plan.weights, segments
+    )
+    ranked = [by_id[artifact_id] for artifact_id, _ in scored[:limit]]
     if not ranked:
         return []
     query_filter = Q()

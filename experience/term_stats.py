@@ -13,7 +13,7 @@ _counts = TermCounts(ExperienceTermStat)
 
 term_stats_adjust = _counts.adjust
 term_frequencies = _counts.frequencies
-search_terms = _counts.search_terms
+search_plan = _counts.search_plan
 
 
 def term_stats_expected(

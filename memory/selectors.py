@@ -1,7 +1,7 @@
 """Reads of a scope's Memory: exact citations, listings, changes and search."""
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Q
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
-from memory.term_stats import search_terms
+from memory.term_stats import search_plan
 from memory.values import (
     CHANGE_OP_WIRE,
     MEMORY_ARTIFACT_ID,
@@ -31,6 +31,8 @@ from powercontext.exceptions import (
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.search import RankedHit, search_backend
+from powercontext.search.policy import CANDIDATE_POOL
+from powercontext.search.ranking import rank
 from powercontext.snapshot import read_snapshot
 
 SEARCH_MODES = ("auto", "fts")
@@ -225,9 +227,16 @@ def memory_search_at(
     terms: list[str],
     limit: int,
     recurring: Collection[str] = frozenset(),
+    segments: Sequence[Collection[str]] | None = None,
+    fill: bool = False,
 ) -> list[MemorySearchHit]:
     """Full-text hits for a query's analyzer ``terms`` against revision ``head``, best
-    first; ``recurring`` terms are not searched (``powercontext.search.policy``).
+    first: the engine's candidates scored by the policy's weighted terms
+    (``powercontext.search.policy.plan_search``; ``recurring`` terms weigh less), by the
+    best of ``segments`` when given (``powercontext.search.ranking``). The weak terms'
+    candidates are fetched when the rare terms find none or, with ``fill``, fewer than
+    ``limit`` (a deliberate search wants every entry that holds its words; a prompt's pack
+    is better without the entries that share only its common words).
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
@@ -236,12 +245,31 @@ def memory_search_at(
     """
     if head == 0:
         return []
-    selected = search_terms(scope_id=scope_id, terms=terms, recurring=recurring)
-    if not selected:
+    plan = search_plan(
+        scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
+    )
+    backend = search_backend()
+    candidates: list[RankedHit] = []
+    for group in (plan.match, plan.fallback):
+        if group and (not candidates or (fill and len(candidates) < limit)):
+            seen = {hit.entry_id for hit in candidates}
+            candidates += [
+                hit
+                for hit in backend.memory_match(
+                    scope_id=scope_id, terms=list(group), limit=max(limit, CANDIDATE_POOL)
+                )
+                if hit.entry_id not in seen
+            ]
+    if not candidates:
         return []
-    ranked = search_backend().memory_match(scope_id=scope_id, terms=selected, limit=limit)
-    if not ranked:
-        return []
+    by_id = {hit.entry_id: hit for hit in candidates}
+    scored = rank(
+        ((hit.entry_id, hit.searchable_text) for hit in candidates), plan.weights, segments
+    )
+    ranked = [
+        RankedHit(by_id[entry_id].entry_id, by_id[entry_id].entry_version_id, score)
+        for entry_id, score in scored[:limit]
+    ]
     rows = _active_versions(scope_id, ranked)
     hits = []
     for hit in ranked:
@@ -303,7 +331,9 @@ def memory_search(
         if head == 0:
             return {"memory": None, "mode": None, "hits": []}
         terms = analyzer.query_terms(query)
-        hits = memory_search_at(scope_id=scope_id, head=head, terms=terms, limit=limit)
+        hits = memory_search_at(
+            scope_id=scope_id, head=head, terms=terms, limit=limit, fill=True
+        )
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0

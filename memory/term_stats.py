@@ -8,13 +8,13 @@ _counts = TermCounts(MemoryTermStat)
 
 term_stats_adjust = _counts.adjust
 term_frequencies = _counts.frequencies
-search_terms = _counts.search_terms
+search_plan = _counts.search_plan
 expected_term_stats = expected_counts
 
 __all__ = [
     "DOCUMENTS_TERM",
     "expected_term_stats",
-    "search_terms",
+    "search_plan",
     "term_frequencies",
     "term_stats_adjust",
 ]

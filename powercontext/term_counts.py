@@ -7,13 +7,13 @@ agree with the index it searches (``powercontext.search.policy`` weighs terms by
 """
 
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from django.db import connection
 
 from powercontext.fields import identity_text
-from powercontext.search.policy import countable_terms, select_terms
+from powercontext.search.policy import SearchPlan, countable_terms, plan_search
 
 DOCUMENTS_TERM = ""
 
@@ -63,16 +63,21 @@ class TermCounts:
         if shrunk:
             self.model.objects.filter(scope_id=scope_id, term__in=shrunk, documents__lte=0).delete()
 
-    def search_terms(
-        self, *, scope_id: str, terms: list[str], recurring: Collection[str] = frozenset()
-    ) -> list[str]:
-        """The query ``terms`` worth searching in this scope (``policy.select_terms``),
-        counting only those selection could keep."""
-        candidates = countable_terms(terms, recurring)
+    def search_plan(
+        self,
+        *,
+        scope_id: str,
+        terms: list[str],
+        recurring: Collection[str] = frozenset(),
+        segments: Sequence[Collection[str]] | None = None,
+    ) -> SearchPlan:
+        """How the query ``terms`` are searched in this scope (``policy.plan_search``),
+        counting only those a search could weigh."""
+        candidates = countable_terms(terms)
         if not candidates:
-            return []
+            return plan_search([], {}, 0)
         frequencies, documents = self.frequencies(scope_id=scope_id, terms=candidates)
-        return select_terms(candidates, frequencies, documents, recurring)
+        return plan_search(candidates, frequencies, documents, recurring, segments)
 
     def frequencies(self, *, scope_id: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:
         """(documents of the scope containing each term, documents in the scope)."""

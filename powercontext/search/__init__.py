@@ -16,11 +16,14 @@ from django.utils.module_loading import import_string
 
 @dataclass(frozen=True)
 class RankedHit:
-    """One full-text match: higher ``score`` is better; ties are broken by ``entry_id``."""
+    """One full-text match: higher ``score`` is better; ties are broken by ``entry_id``.
+    ``searchable_text`` is the analyzed text the index holds for it (what
+    ``powercontext.search.ranking`` scores)."""
 
     entry_id: str
     entry_version_id: str
     score: float
+    searchable_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,12 +37,14 @@ class RankedArtifact:
     revision: int
     indexed_revision: int
     score: float
+    searchable_text: str = ""
 
 
 class SearchBackend(Protocol):
     def memory_match(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
         """The scope's active entries matching any of ``terms``, best first (the engine's
-        relevance; ties by entry id). Term selection happens before, backend-neutrally."""
+        relevance; ties by entry id), with their searchable text. Term selection and the
+        final scoring happen around it, backend-neutrally."""
         ...
 
     def memory_index_status(self) -> str | None:
@@ -54,7 +59,8 @@ class SearchBackend(Protocol):
         self, *, scope_id: str, terms: list[str], limit: int
     ) -> list[RankedArtifact]:
         """The scope's approved Experience heads matching any of ``terms``, best first
-        (ties by artifact id). Term selection happens before, backend-neutrally."""
+        (ties by artifact id), with their searchable text. Term selection and the final
+        scoring happen around it, backend-neutrally."""
         ...
 
     def experience_index(

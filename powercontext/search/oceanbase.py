@@ -53,8 +53,8 @@ class OceanBaseSearchBackend:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT entry_id, entry_version_id, "  # noqa: S608 - names only
-                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "
-                f"FROM {table} "
+                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score, "
+                f"searchable_text FROM {table} "
                 f"WHERE scope_id = %s "
                 f"AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
                 f"ORDER BY score DESC, entry_id LIMIT %s",
@@ -62,8 +62,8 @@ class OceanBaseSearchBackend:
             )
             rows = cursor.fetchall()
         return [
-            RankedHit(identity_text(entry_id), identity_text(version_id), float(score))
-            for entry_id, version_id, score in rows
+            RankedHit(identity_text(entry_id), identity_text(version_id), float(score), text)
+            for entry_id, version_id, score, text in rows
         ]
 
     def memory_index_status(self) -> str | None:
@@ -90,16 +90,16 @@ class OceanBaseSearchBackend:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT artifact_id, revision, "  # noqa: S608 - names only
-                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score "
-                f"FROM {table} WHERE family = %s AND scope_id = %s "
+                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score, "
+                f"searchable_text FROM {table} WHERE family = %s AND scope_id = %s "
                 f"AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
                 f"ORDER BY score DESC, artifact_id LIMIT %s",
                 [against, EXPERIENCE_FAMILY, scope_id, against, limit],
             )
             rows = cursor.fetchall()
         return [
-            RankedArtifact(identity_text(artifact_id), revision, revision, float(score))
-            for artifact_id, revision, score in rows
+            RankedArtifact(identity_text(artifact_id), revision, revision, float(score), text)
+            for artifact_id, revision, score, text in rows
         ]
 
     def experience_index(

@@ -56,13 +56,17 @@ class SqliteSearchBackend:
         with connection.cursor() as cursor:
             cursor.execute(
                 # bm25 weights: the scope token column counts for nothing.
-                f"SELECT e.entry_id, e.entry_version_id, bm25({fts}, 0.0, 1.0) AS rank "  # noqa: S608
+                f"SELECT e.entry_id, e.entry_version_id, bm25({fts}, 0.0, 1.0) AS rank, "  # noqa: S608
+                "e.searchable_text "
                 f"FROM {fts} JOIN {table} e ON e.id = {fts}.rowid "
                 f"WHERE {fts} MATCH %s ORDER BY rank, e.entry_id LIMIT %s",
                 [match_expression(scope_id, terms), limit],
             )
             rows = cursor.fetchall()
-        return [RankedHit(entry_id, version_id, -rank) for entry_id, version_id, rank in rows]
+        return [
+            RankedHit(entry_id, version_id, -rank, text)
+            for entry_id, version_id, rank, text in rows
+        ]
 
     def memory_index_status(self) -> str | None:
         # The triggers count as part of the index: without them it silently goes stale.
@@ -123,7 +127,7 @@ class SqliteSearchBackend:
                 # the family and scope filters keep anything but this scope's Experience
                 # out even if the index were wrong.
                 f"SELECT h.artifact_id, h.revision, {fts}.revision, "  # noqa: S608
-                f"bm25({fts}, 0.0, 1.0, 0.0, 0.0) AS rank "
+                f"bm25({fts}, 0.0, 1.0, 0.0, 0.0) AS rank, {fts}.searchable_text "
                 f"FROM {fts} JOIN {heads} h ON h.id = {fts}.rowid "
                 f"WHERE {fts} MATCH %s AND h.family = %s AND h.scope_id = %s "
                 f"ORDER BY rank, h.artifact_id LIMIT %s",
@@ -131,8 +135,8 @@ class SqliteSearchBackend:
             )
             rows = cursor.fetchall()
         return [
-            RankedArtifact(artifact_id, revision, int(indexed), -rank)
-            for artifact_id, revision, indexed, rank in rows
+            RankedArtifact(artifact_id, revision, int(indexed), -rank, text)
+            for artifact_id, revision, indexed, rank, text in rows
         ]
 
     def experience_index(

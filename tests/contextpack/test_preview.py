@@ -241,9 +241,9 @@ def test_query_terms_say_why_each_was_searched_or_left_out(api, desk, remember):
     rows = {row["term"]: row for row in response.context["terms"]["rows"]}
     assert "the" in response.context["terms"]["stop_words"]
     assert "the" not in rows
-    assert rows["deploy"]["memory"].startswith("left out as a recurring instruction: in 5 of")
+    assert rows["deploy"]["memory"].startswith("weighted down as a recurring instruction: in 5 of")
     assert rows["zebra"]["memory"] == "left out: in no document"
-    assert rows["import"]["memory"].startswith("left out as too common: in ")
+    assert rows["import"]["memory"].startswith("weighted down as common: in ")
     assert rows["rare99"]["memory"] == (
         f"left out: only the {policy.MAX_QUERY_TERMS} rarest terms are searched"
     )

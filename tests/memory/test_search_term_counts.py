@@ -1,9 +1,9 @@
-"""The searches count only the query terms that term selection could keep (countable_terms).
+"""The searches count only the query terms a search could weigh (countable_terms).
 
-A prompt is mostly function words and the user's recurring instructions, and every counted
-term is an index lookup, so the search leaves stop words and recurring terms out of the
-count. That is only sound while ``select_terms`` never searches such a term whatever its
-count: the property below pins that contract, the database test the search's answer.
+A prompt is mostly function words, and every counted term is an index lookup, so the
+search leaves stop words out of the count. That is only sound while ``plan_search`` never
+weighs such a term whatever its count: the property below pins that contract, the database
+tests the search's answer. Recurring terms are counted: they weigh less, but they weigh.
 """
 
 import uuid
@@ -18,7 +18,7 @@ from memory import services
 from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at
 from powercontext.analyzer import query_terms
-from powercontext.search.policy import STOP_WORDS, countable_terms, select_terms
+from powercontext.search.policy import STOP_WORDS, countable_terms, plan_search
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 terms_lists = st.lists(st.one_of(words, st.sampled_from(sorted(STOP_WORDS))), unique=True)
@@ -29,18 +29,18 @@ terms_lists = st.lists(st.one_of(words, st.sampled_from(sorted(STOP_WORDS))), un
     data=st.data(),
     documents=st.integers(min_value=0, max_value=10_000),
 )
-def test_selection_never_reads_the_count_of_a_stop_word_or_a_recurring_term(terms, data, documents):
+def test_the_plan_never_reads_the_count_of_a_stop_word(terms, data, documents):
     frequency = {term: data.draw(st.integers(min_value=0, max_value=documents)) for term in terms}
     recurring = frozenset(data.draw(st.lists(st.sampled_from(terms))) if terms else [])
-    candidates = countable_terms(terms, recurring)
+    candidates = countable_terms(terms)
     counted = {term: frequency[term] for term in candidates}
-    assert select_terms(candidates, counted, documents, recurring) == select_terms(
+    assert plan_search(candidates, counted, documents, recurring) == plan_search(
         terms, frequency, documents, recurring
     )
 
 
 @pytest.mark.django_db
-def test_search_counts_only_terms_it_could_search_and_finds_the_same_entry():
+def test_search_counts_no_stop_word_and_ranks_the_question_above_the_instructions():
     scope = "counts-" + uuid.uuid4().hex
     services.memory_remember(scope_id=scope, kind="fact", text="The scheduler times out on CI.")
     services.memory_remember(scope_id=scope, kind="fact", text="Run the full test suite.")
@@ -52,15 +52,18 @@ def test_search_counts_only_terms_it_could_search_and_finds_the_same_entry():
         hits = memory_search_at(
             scope_id=scope, head=head, terms=query_terms(query), limit=16, recurring=recurring
         )
+    # The question's own terms found an entry: the one sharing only the recurring
+    # instructions is not fetched (they weigh less, and are counted to be weighed).
     assert [hit.text for hit in hits] == ["The scheduler times out on CI."]
     (count_query,) = [query["sql"] for query in queries if table in query["sql"]]
-    for left_out in ("the", "why", "doe", "run", "full", "test", "suit"):
+    for left_out in ("the", "why", "doe"):
         assert f"'{left_out}'" not in count_query
-    assert "'schedul'" in count_query
+    for counted in ("schedul", "run", "suit"):
+        assert f"'{counted}'" in count_query
 
 
 @pytest.mark.django_db
-def test_a_query_of_stop_words_and_recurring_terms_counts_nothing():
+def test_a_query_of_stop_words_counts_nothing_and_a_recurring_term_still_finds():
     scope = "counts-" + uuid.uuid4().hex
     services.memory_remember(scope_id=scope, kind="fact", text="Deploy on Fridays.")
     head = memory_head(scope_id=scope)
@@ -71,6 +74,11 @@ def test_a_query_of_stop_words_and_recurring_terms_counts_nothing():
             terms=query_terms("Please deploy it"),
             limit=16,
             recurring={"deploy"},
+        )
+    assert [hit.text for hit in hits] == ["Deploy on Fridays."]
+    with CaptureQueriesContext(connection) as queries:
+        hits = memory_search_at(
+            scope_id=scope, head=head, terms=query_terms("Is it on?"), limit=16
         )
     assert hits == []
     assert len(queries) == 0

@@ -1,4 +1,5 @@
-"""The backend-neutral term selection (powercontext.search.policy). Pure: no database."""
+"""The backend-neutral term selection and weights (powercontext.search.policy). Pure: no
+database. ``select_terms`` is the first candidate query; ``plan_search`` what weighs."""
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,10 +11,13 @@ from powercontext.search.policy import (
     MIN_DOCUMENTS_FOR_PRUNING,
     MIN_PROMPTS_FOR_RECURRING,
     RECURRING_PROMPT_SHARE,
+    RECURRING_TERM_WEIGHT,
     STOP_TERMS,
     STOP_WORDS,
+    plan_search,
     recurring_terms,
     select_terms,
+    term_weight,
 )
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
@@ -37,7 +41,7 @@ def test_rare_terms_come_first_and_unknown_terms_are_dropped():
     ]
 
 
-def test_terms_in_too_many_documents_are_dropped_once_the_index_is_large():
+def test_terms_in_too_many_documents_leave_the_first_query_once_the_index_is_large():
     documents = 1000
     common = int(COMMON_TERM_SHARE * documents) + 1
     frequency = {"tests": common, "pytest": 5}
@@ -75,12 +79,72 @@ def test_every_stop_word_is_a_stop_term_in_the_form_the_analyzer_gives():
         assert token in STOP_TERMS
 
 
-def test_recurring_terms_are_never_searched():
+def test_recurring_terms_leave_the_first_query():
     frequency = {"orca": 1, "staging": 4, "diff": 2}
     assert select_terms(["diff", "orca", "staging"], frequency, 400, {"diff"}) == [
         "orca",
         "staging",
     ]
+
+
+def test_common_and_recurring_terms_weigh_less_but_still_weigh():
+    documents = 1000
+    common = int(COMMON_TERM_SHARE * documents) + 1
+    frequency = {"billing": common, "refund": 5, "diff": 5}
+    plan = plan_search(["billing", "refund", "diff", "the"], frequency, documents, {"diff"})
+    assert plan.match == ("refund",)
+    assert plan.fallback == ("diff", "billing")
+    assert set(plan.weights) == {"billing", "refund", "diff"}
+    assert 0 < plan.weights["billing"] < plan.weights["refund"]
+    assert plan.weights["diff"] == RECURRING_TERM_WEIGHT * plan.weights["refund"]
+
+
+def test_recurring_terms_find_candidates_where_the_prompt_asks_with_them():
+    frequency = {"billing": 6, "diff": 3, "sync": 4}
+    alone = plan_search(["billing", "the"], frequency, 20, {"billing"}, [["billing", "the"]])
+    assert alone.fallback == ("billing",)
+    # In the question's own segment, beside a word the scope does not know.
+    asked = plan_search(["sync", "mode"], frequency, 20, {"sync"}, [["sync", "mode"]])
+    assert asked.fallback == ("sync",)
+    # In a segment of instructions only, around a question the scope cannot answer.
+    around = plan_search(
+        ["review", "diff", "importer"],
+        frequency,
+        20,
+        {"review", "diff"},
+        [["review", "diff"], ["importer"]],
+    )
+    assert around.match == ()
+    assert around.fallback == ()
+    assert set(around.weights) == {"diff"}
+
+
+def test_a_query_of_common_terms_only_still_has_terms_to_search():
+    # The old rule dropped every term here: a scope's main topic found nothing.
+    documents = 50
+    plan = plan_search(["billing", "invoic"], {"billing": 8, "invoic": 8}, documents)
+    assert plan.match == ()
+    assert plan.fallback == ("billing", "invoic")
+
+
+def test_weights_fall_as_terms_get_commoner_and_stay_positive():
+    weights = [term_weight(df, 1000) for df in (1, 10, 150, 151, 999, 1000)]
+    assert weights == sorted(weights, reverse=True)
+    assert weights[-1] > 0
+
+
+@given(indexes(), st.data())
+def test_the_plan_weighs_every_known_content_term_and_only_those(index, data):
+    terms, frequency, documents = index
+    recurring = frozenset(data.draw(st.lists(st.sampled_from(terms))) if terms else [])
+    plan = plan_search(terms, frequency, documents, recurring)
+    eligible = [t for t in terms if frequency.get(t, 0) > 0 and t not in STOP_TERMS]
+    assert set(plan.match) | set(plan.fallback) <= set(plan.weights) <= set(eligible)
+    assert set(plan.weights) - set(plan.match) - set(plan.fallback) <= recurring
+    assert not set(plan.match) & set(plan.fallback)
+    if len(eligible) <= MAX_QUERY_TERMS:
+        assert set(plan.weights) == set(eligible)
+    assert all(weight > 0 for weight in plan.weights.values())
 
 
 def test_too_few_earlier_prompts_make_no_term_recurring():
