@@ -14,7 +14,8 @@ history and weighs the terms recurring in it down. It then sends every prompt th
 ``POST /v1/context/prepare``. In the same run, interleaved with the HTTP requests, it times
 the raw FTS5 statement for the terms of prepare's first candidate query (recurring terms
 left out as prepare leaves them out there; a window of 16, where prepare fetches 50
-candidates and scores them) with Python's sqlite3 on the same database file. Target: median HTTP latency <= raw median + 5 ms; p99 is reported too.
+candidates and scores them) with Python's sqlite3 on the same database file. Target: median
+HTTP latency <= raw median + 5 ms; p99 is reported too.
 """
 
 from __future__ import annotations
