@@ -245,9 +245,7 @@ def experience_search_at(
     the hits and the rest of the request see one committed state. Raises
     ExperienceIndexInconsistent when the index describes another revision than the head.
     """
-    plan = search_plan(
-        scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
-    )
+    plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
     backend = search_backend()
     candidates: list[RankedArtifact] = []
     for group in (plan.match, plan.fallback):

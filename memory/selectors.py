@@ -245,9 +245,7 @@ def memory_search_at(
     """
     if head == 0:
         return []
-    plan = search_plan(
-        scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
-    )
+    plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
     backend = search_backend()
     candidates: list[RankedHit] = []
     for group in (plan.match, plan.fallback):
@@ -331,9 +329,7 @@ def memory_search(
         if head == 0:
             return {"memory": None, "mode": None, "hits": []}
         terms = analyzer.query_terms(query)
-        hits = memory_search_at(
-            scope_id=scope_id, head=head, terms=terms, limit=limit, fill=True
-        )
+        hits = memory_search_at(scope_id=scope_id, head=head, terms=terms, limit=limit, fill=True)
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0

@@ -77,8 +77,6 @@ def test_a_query_of_stop_words_counts_nothing_and_a_recurring_term_still_finds()
         )
     assert [hit.text for hit in hits] == ["Deploy on Fridays."]
     with CaptureQueriesContext(connection) as queries:
-        hits = memory_search_at(
-            scope_id=scope, head=head, terms=query_terms("Is it on?"), limit=16
-        )
+        hits = memory_search_at(scope_id=scope, head=head, terms=query_terms("Is it on?"), limit=16)
     assert hits == []
     assert len(queries) == 0
