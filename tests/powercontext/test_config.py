@@ -61,7 +61,9 @@ def test_an_open_data_directory_is_tightened_with_one_warning(
 # -- the SQLite files ------------------------------------------------------------------
 
 
-def test_the_database_and_its_wal_files_are_created_private(tmp_path, open_umask):
+def test_the_database_and_its_wal_files_are_created_private(tmp_path, monkeypatch, open_umask):
+    # The embedded default, whatever database the suite itself runs on.
+    monkeypatch.delenv("POWERCONTEXT_DATABASE_URL", raising=False)
     name = config.database_config(tmp_path)["NAME"]
     assert not (tmp_path / "powercontext.sqlite3").exists()  # reading settings creates none
     config.protect_sqlite_files(name, create=True)
@@ -80,7 +82,8 @@ def test_the_database_and_its_wal_files_are_created_private(tmp_path, open_umask
         connection.close()
 
 
-def test_existing_open_database_files_are_tightened(tmp_path, open_umask):
+def test_existing_open_database_files_are_tightened(tmp_path, monkeypatch, open_umask):
+    monkeypatch.delenv("POWERCONTEXT_DATABASE_URL", raising=False)
     for suffix in ("", "-wal", "-shm"):
         path = tmp_path / f"powercontext.sqlite3{suffix}"
         path.write_bytes(b"")
