@@ -40,11 +40,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.served import Client, ServerProcess, Store, percentile  # noqa: E402
+from bench.served import (  # noqa: E402
+    Client,
+    ServerProcess,
+    Store,
+    pack_memory_citations,
+    percentile,
+)
 from hooks.powercontext_hook import capture_source_id  # noqa: E402  (stdlib only)
 
-BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
-END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 NO_ANSWER = "no-answer"
 PASSES = ("cold", "captured")
 OVERALL = "overall"
@@ -52,14 +56,7 @@ OVERALL = "overall"
 
 def pack_entry_ids(content: str | None) -> list[str]:
     """Entry ids a pack cites, in pack order."""
-    if not content:
-        return []
-    lines = content.split("\n")
-    start, end = lines.index(BEGIN), lines.index(END)
-    document = json.loads("\n".join(lines[start + 1 : end]))
-    return [
-        item["citation"]["entry_id"] for item in document["items"] if "entry_id" in item["citation"]
-    ]
+    return [citation["entry_id"] for citation in pack_memory_citations(content)]
 
 
 @dataclass

@@ -46,15 +46,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.served import Client, ServerProcess, Store, percentile  # noqa: E402
+from bench.served import (  # noqa: E402
+    Client,
+    ServerProcess,
+    Store,
+    pack_memory_citations,
+    percentile,
+)
 from hooks.powercontext_hook import capture_source_id  # noqa: E402  (stdlib only)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 DEFAULT_TEMPLATES = ROOT / "bench" / "prompts" / "locomo_templates.json"
 SEED_FILE = "locomo_seed.json"
 DATABASE_FILE = "powercontext.sqlite3"
-BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
-END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 SCORED_CATEGORIES = (1, 2, 3, 4)
 BARE = "bare"
 
@@ -67,15 +71,9 @@ def running_server(home: Path) -> ServerProcess:
 
 def pack_citations(content: str | None) -> set[tuple[str, str]]:
     """(entry_id, entry_version_id) of every Memory item in a pack's JSON."""
-    if not content:
-        return set()
-    lines = content.split("\n")
-    start, end = lines.index(BEGIN), lines.index(END)
-    document = json.loads("\n".join(lines[start + 1 : end]))
     return {
-        (item["citation"]["entry_id"], item["citation"]["entry_version_id"])
-        for item in document["items"]
-        if "entry_id" in item["citation"]
+        (citation["entry_id"], citation["entry_version_id"])
+        for citation in pack_memory_citations(content)
     }
 
 

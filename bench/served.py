@@ -61,6 +61,20 @@ def die_with_parent() -> None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+PACK_BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
+PACK_END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
+
+
+def pack_memory_citations(content: str | None) -> list[dict[str, Any]]:
+    """The Memory citations of a pack's items, in pack order (none for an empty pack)."""
+    if not content:
+        return []
+    lines = content.split("\n")
+    start, end = lines.index(PACK_BEGIN), lines.index(PACK_END)
+    document = json.loads("\n".join(lines[start + 1 : end]))
+    return [item["citation"] for item in document["items"] if "entry_id" in item["citation"]]
+
+
 def percentile(values: Sequence[float], share: float) -> float:
     """Nearest-rank percentile (``share`` in 0..1) of ``values``: the smallest value with at
     least that share of them at or below it; 0.0 when empty."""
