@@ -247,8 +247,9 @@ def _refuses_connections(port):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     except ConnectionRefusedError:
         return True
-    except ConnectionResetError:
-        # Caught the listening socket as it closed; the next attempt is refused.
+    except (ConnectionResetError, TimeoutError):
+        # Caught the listening socket as it closed (reset, or a SYN dropped in that instant
+        # whose retransmission comes after the 1 s timeout); the next attempt is refused.
         return False
     return False
 
