@@ -8,5 +8,14 @@ class ExperienceConfig(AppConfig):
 
     def ready(self) -> None:
         from powercontext.capabilities import register_family
+        from powercontext.maintenance import Family, register
 
         register_family("experience")
+        register(
+            Family(
+                "experience",
+                rebuild="experience.rebuild.experience_rebuild",
+                check="experience.rebuild.experience_check",
+                index_status="experience.rebuild.experience_index_status",
+            )
+        )

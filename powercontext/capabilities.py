@@ -8,7 +8,8 @@ from typing import Any
 
 CONTEXT_VERSION = "powercontext.prepared-context.v1"
 
-_families: list[str] = ["memory"]
+# Registered by each family app when it is ready, in INSTALLED_APPS order.
+_families: list[str] = []
 
 
 def register_family(name: str) -> None:

@@ -15,9 +15,9 @@ from django.db import DatabaseError
 from django.shortcuts import render
 from django.utils import timezone
 
+from powercontext.addresses import is_loopback
 from powercontext.health import readiness
 from powercontext.models import SourceRecord
-from powercontext.serving import is_loopback
 
 WINDOW = timedelta(hours=1)
 # The newest captures read at most: the page stays cheap however long the journal grows

@@ -10,9 +10,10 @@ its derived projections and full-text indexes and registers three functions here
 - ``index_status() -> str | None``: a cheap "is the index there at all" probe for
   start-up (None when usable).
 
-A family plugs in by adding one ``Family`` line to ``FAMILIES`` below (Experience:
-``Family("experience", "experience.rebuild.experience_rebuild", ...)``). Paths are
-imported lazily so the kernel imports no family at import time.
+A family plugs in by registering one ``Family`` from its ``AppConfig.ready()``
+(Experience: ``register(Family("experience", "experience.rebuild.experience_rebuild",
+...))``), so the kernel names no family, not even by string. Paths are imported lazily,
+when a rebuild or check runs, so registering imports nothing.
 """
 
 from collections.abc import Callable
@@ -94,20 +95,14 @@ class Family:
         return import_string(getattr(self, attribute))
 
 
-FAMILIES: tuple[Family, ...] = (
-    Family(
-        "memory",
-        rebuild="memory.rebuild.memory_rebuild",
-        check="memory.integrity.memory_check",
-        index_status="memory.rebuild.memory_index_problem",
-    ),
-    Family(
-        "experience",
-        rebuild="experience.rebuild.experience_rebuild",
-        check="experience.rebuild.experience_check",
-        index_status="experience.rebuild.experience_index_status",
-    ),
-)
+# In registration order (INSTALLED_APPS order): rebuilds and checks run in this order.
+FAMILIES: list[Family] = []
+
+
+def register(family: Family) -> None:
+    """Add ``family`` to every rebuild and check (idempotent: ready() may run twice)."""
+    if all(known.name != family.name for known in FAMILIES):
+        FAMILIES.append(family)
 
 
 def families(only: str | None = None) -> list[Family]:

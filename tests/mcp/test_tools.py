@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from mcp import Client
 
 from experience import services as experience_services
-from powercontext.mcp.server import TOOL_NAMES, build_server
+from powercontext.server.mcp.server import TOOL_NAMES, build_server
 from powercontext.sources import source_capture
 from powercontext_client import errors
 

@@ -324,7 +324,7 @@ def test_readers_see_the_old_complete_index_until_the_rebuild_commits(tmp_path):
     env = {
         **os.environ,
         "POWERCONTEXT_HOME": str(tmp_path),
-        "DJANGO_SETTINGS_MODULE": "powercontext.settings",
+        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
     }
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     completed = subprocess.run(

@@ -26,15 +26,15 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from powercontext.addresses import is_loopback
 from powercontext.api.errors import error_body
-from powercontext.management.commands import serve as serve_command
-from powercontext.serving import (
+from powercontext.server.management.commands import serve as serve_command
+from powercontext.server.serving import (
     BindRefused,
     Server,
     check_bind_allowed,
     error_response,
     format_url,
-    is_loopback,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -149,7 +149,7 @@ def _env(tmp_path, **overrides):
     env = dict(os.environ)
     # Hermetic and as deployed: the production settings (not the suite's), SQLite in
     # the test's own data directory, no token unless asked.
-    env["DJANGO_SETTINGS_MODULE"] = "powercontext.settings"
+    env["DJANGO_SETTINGS_MODULE"] = "powercontext.server.settings"
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     env.pop("POWERCONTEXT_API_TOKEN", None)
     env.pop("POWERCONTEXT_SECRET_KEY", None)
@@ -318,7 +318,7 @@ _SLOW_APP = textwrap.dedent(
     import sys, time
     from pathlib import Path
 
-    from powercontext.serving import Server
+    from powercontext.server.serving import Server
 
     release = Path(sys.argv[1])
     grace = float(sys.argv[2])

@@ -23,7 +23,8 @@ from pathlib import Path
 from powercontext.config import data_home, database_config, secret_key
 from powercontext.origin_policy import parse_allowed_hosts
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# The checkout (this file is powercontext/server/settings.py).
+BASE_DIR = Path(__file__).resolve().parents[2]
 
 POWERCONTEXT_HOME = data_home()
 SECRET_KEY = secret_key(POWERCONTEXT_HOME)
@@ -65,6 +66,8 @@ INSTALLED_APPS = [
     "memory",
     "experience",
     "contextpack",
+    # Last: the composition root, above every family (its serve and mcp_stdio commands).
+    "powercontext.server",
 ]
 
 MIDDLEWARE = [
@@ -97,7 +100,7 @@ CONTENT_SECURITY_POLICY = (
     "form-action 'self'; frame-ancestors 'none'"
 )
 
-ROOT_URLCONF = "powercontext.urls"
+ROOT_URLCONF = "powercontext.server.urls"
 
 TEMPLATES = [
     {
@@ -114,7 +117,7 @@ TEMPLATES = [
     },
 ]
 
-WSGI_APPLICATION = "powercontext.wsgi.application"
+WSGI_APPLICATION = "powercontext.server.wsgi.application"
 
 DATABASES = {"default": database_config(POWERCONTEXT_HOME)}
 

@@ -20,7 +20,6 @@ limit). Errors that waitress answers itself (a malformed request, headers or a b
 its limits) get the API's JSON error shape.
 """
 
-import ipaddress
 import json
 import logging
 import resource
@@ -35,6 +34,8 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer, create_server
 from waitress.task import ErrorTask
+
+from powercontext.addresses import is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -59,26 +60,6 @@ _DRAIN_POLL_SECONDS = 0.05
 
 class BindRefused(Exception):
     """The address may not be bound in this configuration."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine: 127.0.0.0/8, ::1 or ``localhost``.
-
-    Other host names are not loopback even if they resolve to it today: the check is on
-    what the operator wrote, not on the resolver's current answer. The wildcards
-    (``0.0.0.0``, ``::``, ``*``, empty) are not loopback.
-    """
-    host = host.strip()
-    if host.lower() == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        # ::ffff:127.0.0.1 (Python < 3.13 does not see it as loopback by itself).
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 def check_bind_allowed(host: str, *, token_configured: bool) -> None:
@@ -243,7 +224,7 @@ def _ensure_file_descriptors(connection_limit: int) -> int:
             pass
     if soft != resource.RLIM_INFINITY and soft < wanted:
         fitting = max(soft - _SPARE_FILE_DESCRIPTORS, 1)
-        logging.getLogger("powercontext.serving").warning(
+        logging.getLogger("powercontext.server.serving").warning(
             "Open-file limit %d allows only %d connections (asked for %d).",
             soft,
             fitting,

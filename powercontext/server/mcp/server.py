@@ -46,9 +46,9 @@ from memory.serializers import (
 from memory.values import Citation as MemoryCitation
 from powercontext.api.auth import AGENT, Caller, caller_for, permit
 from powercontext.api.errors import error_body_for
-from powercontext.mcp import schemas as s
+from powercontext.server.mcp import schemas as s
 
-logger = logging.getLogger("powercontext.mcp")
+logger = logging.getLogger("powercontext.server.mcp")
 
 SERVER_NAME = "powercontext"
 SERVER_VERSION = "0.1.0"

@@ -17,7 +17,7 @@ if os.environ.get("POWERCONTEXT_TEST_DATABASE") == "oceanbase":
 
     os.environ["POWERCONTEXT_DATABASE_URL"] = oceanbase_url()
 
-from powercontext.settings import *  # noqa: F403
+from powercontext.server.settings import *  # noqa: F403
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not Django's default in-memory test database: concurrency tests need

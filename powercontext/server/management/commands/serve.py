@@ -10,7 +10,7 @@ from django.db import connections
 
 from powercontext import origin_policy, startup
 from powercontext.config import protect_sqlite_files
-from powercontext.serving import (
+from powercontext.server.serving import (
     DEFAULT_CONNECTION_LIMIT,
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,

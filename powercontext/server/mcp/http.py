@@ -45,7 +45,7 @@ _ERROR_CODE_KEY = "powercontext.error_code"
 _STARTUP_TIMEOUT_SECONDS = 30.0
 
 access_log = logging.getLogger("powercontext.access")
-logger = logging.getLogger("powercontext.mcp")
+logger = logging.getLogger("powercontext.server.mcp")
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
@@ -163,7 +163,7 @@ class McpApplication:
                 from a2wsgi import ASGIMiddleware
                 from mcp.server.transport_security import TransportSecuritySettings
 
-                from powercontext.mcp.server import build_server
+                from powercontext.server.mcp.server import build_server
 
                 asgi = build_server().streamable_http_app(
                     streamable_http_path=MCP_PATH,
