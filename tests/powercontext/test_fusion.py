@@ -1,0 +1,54 @@
+"""Fusing lexical and semantic candidates (powercontext.search.fusion)."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from powercontext.search.fusion import LEXICAL, SEMANTIC, fuse
+
+
+def test_a_candidate_of_one_channel_is_kept_and_says_which() -> None:
+    fused = fuse([("a", 4.0), ("b", 2.0)], [("c", 0.9), ("a", 0.5)])
+    by_key = {hit.key: hit for hit in fused}
+    assert set(by_key) == {"a", "b", "c"}
+    assert by_key["a"].channels == (LEXICAL, SEMANTIC)
+    assert by_key["b"].channels == (LEXICAL,)
+    assert by_key["c"].channels == (SEMANTIC,)
+
+
+def test_both_channels_agreeing_beats_either_alone() -> None:
+    fused = fuse([("both", 3.0), ("words", 3.0)], [("both", 0.8), ("meaning", 0.8), ("far", 0.1)])
+    assert fused[0].key == "both"
+    assert fused[0].score == 1.0
+
+
+def test_scales_are_per_query_and_lexical_zero_means_no_match() -> None:
+    # Lexical is scaled by its best (2.0 -> 0.5); semantic between the pool's weakest and
+    # best similarity (0.6 -> 0.5).
+    fused = {
+        hit.key: hit.score
+        for hit in fuse([("a", 4.0), ("b", 2.0)], [("a", 0.2), ("b", 0.6), ("c", 1.0)])
+    }
+    assert fused == {"a": 0.5, "b": 0.5, "c": 0.5}
+
+
+def test_ties_break_by_key_and_one_channel_alone_ranks_as_that_channel() -> None:
+    assert [hit.key for hit in fuse([("b", 1.0), ("a", 1.0)], [])] == ["a", "b"]
+    assert [hit.key for hit in fuse([], [("x", 0.3), ("y", 0.9)])] == ["y", "x"]
+    assert fuse([], []) == []
+
+
+def test_the_semantic_weight_moves_the_order() -> None:
+    lexical, semantic = [("w", 5.0), ("m", 1.0)], [("m", 0.9), ("w", 0.1)]
+    assert fuse(lexical, semantic, semantic_weight=0.2)[0].key == "w"
+    assert fuse(lexical, semantic, semantic_weight=0.8)[0].key == "m"
+
+
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=3), st.floats(0.0, 50.0), max_size=8),
+    st.dictionaries(st.text(min_size=1, max_size=3), st.floats(-1.0, 1.0), max_size=8),
+)
+def test_no_candidate_vanishes_and_scores_stay_in_range(lexical, semantic) -> None:
+    fused = fuse(lexical.items(), semantic.items())
+    assert {hit.key for hit in fused} == lexical.keys() | semantic.keys()
+    assert all(0.0 <= hit.score <= 1.0 + 1e-9 for hit in fused)
+    assert [hit.score for hit in fused] == sorted((hit.score for hit in fused), reverse=True)
