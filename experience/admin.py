@@ -6,7 +6,10 @@ everything and can decide nothing. Approved Experience is browsable, read-only.
 
 Stored text is shown with ``visible_text.reveal`` (hidden characters marked, long words
 wrapped by the desk's stylesheet) and edited through ``StoredTextField`` (an untouched
-field comes back byte for byte); Memory evidence is read through ``memory.selectors``.
+field comes back byte for byte). Evidence is read through selectors: Memory's through
+``memory.selectors``, captured sources and artifact revisions through
+``powercontext.selectors``; nothing here queries another app's tables or imports another
+app's admin.
 """
 
 import json
@@ -34,10 +37,14 @@ from experience.serializers import (
 )
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
 from memory.selectors import memory_revision_cited
-from powercontext.artifacts import revision_content
-from powercontext.desk import DESK_CSS, DefaultedFilter, ReadOnlyAdmin, human_datetime
+from powercontext.desk import DESK_CSS, DefaultedFilter, ReadOnlyAdmin, ScopeFilter, human_datetime
 from powercontext.exceptions import PowerContextError
-from powercontext.models import ArtifactRevision, SourceRecord
+from powercontext.selectors import (
+    artifact_revision_get,
+    artifact_revisions_list,
+    heads_with_content,
+    source_get,
+)
 from powercontext.visible_text import breaks_are_crlf, editable, excerpt, reveal, submitted
 
 from .models import Experience
@@ -62,19 +69,6 @@ class StatusFilter(DefaultedFilter):
         if value == self.ALL:
             return queryset
         return queryset.filter(status=value)
-
-
-class ScopeFilter(admin.SimpleListFilter):
-    title = "scope"
-    parameter_name = "scope"
-
-    def lookups(self, request, model_admin):
-        scopes = Candidate.objects.order_by("scope_id").values_list("scope_id", flat=True)
-        return [(scope, scope) for scope in scopes.distinct()]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        return queryset if value is None else queryset.filter(scope_id=value)
 
 
 def _status_counts(queryset) -> dict[str, int]:
@@ -480,17 +474,14 @@ def _admin_link(viewname: str, pk: Any, label: str):
 
 def _source_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
     label = f"{ref['name']}:{ref['source_id']}"
-    record = SourceRecord.objects.filter(
-        scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]
-    ).first()
-    if record is None:
+    source = source_get(scope_id=scope_id, name=ref["name"], source_id=ref["source_id"])
+    if source is None:
         return {"label": reveal(label), "link": None, "preview": "not captured in this scope"}
-    content = json.loads(record.payload).get("content", "")
     return {
         "label": reveal(label),
-        "link": _admin_link("admin:powercontext_sourcerecord_change", record.pk, label),
-        "preview": excerpt(content, 400),
-        "captured": human_datetime(record.created_at),
+        "link": _admin_link("admin:powercontext_sourcerecord_change", source.record_id, label),
+        "preview": excerpt(source.content, 400),
+        "captured": human_datetime(source.captured_at),
     }
 
 
@@ -503,12 +494,12 @@ def _state_phrase(then: str, now: str) -> str:
 
 def _artifact_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
     label = f"{ref['family']}/{ref['artifact_id']}@{ref['revision']}"
-    revision = ArtifactRevision.objects.filter(
+    revision = artifact_revision_get(
         scope_id=scope_id,
         family=ref["family"],
         artifact_id=ref["artifact_id"],
         revision=ref["revision"],
-    ).first()
+    )
     if revision is None:
         return {"label": reveal(label), "link": None, "entries": [], "preview": "no such revision"}
     cited = []
@@ -516,7 +507,9 @@ def _artifact_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
         cited = memory_revision_cited(scope_id=scope_id, revision=ref["revision"])
     return {
         "label": reveal(label),
-        "link": _admin_link("admin:powercontext_artifactrevision_change", revision.pk, label),
+        "link": _admin_link(
+            "admin:powercontext_artifactrevision_change", revision.record_id, label
+        ),
         "entries": [
             {
                 "link": _admin_link(
@@ -559,13 +552,7 @@ class ExperienceAdmin(ReadOnlyAdmin):
     readonly_fields = ("scope_label", "updated", "current", "history")
 
     def get_queryset(self, request):
-        content = ArtifactRevision.objects.filter(
-            scope_id=OuterRef("scope_id"),
-            family=EXPERIENCE_FAMILY,
-            artifact_id=OuterRef("artifact_id"),
-            revision=OuterRef("revision"),
-        ).values("content")[:1]
-        return super().get_queryset(request).annotate(head_content=Subquery(content))
+        return heads_with_content(super().get_queryset(request))
 
     @admin.display(description="lesson")
     def lesson(self, obj):
@@ -587,9 +574,9 @@ class ExperienceAdmin(ReadOnlyAdmin):
 
     @admin.display(description="history")
     def history(self, obj):
-        revisions = ArtifactRevision.objects.filter(
+        revisions = artifact_revisions_list(
             scope_id=obj.scope_id, family=EXPERIENCE_FAMILY, artifact_id=obj.artifact_id
-        ).order_by("-revision")
+        )
         approvals = {
             c.result_revision: c
             for c in Candidate.objects.filter(
@@ -613,10 +600,10 @@ class ExperienceAdmin(ReadOnlyAdmin):
                 (
                     revision.revision,
                     _admin_link(
-                        "admin:powercontext_artifactrevision_change", revision.pk, "record"
+                        "admin:powercontext_artifactrevision_change", revision.record_id, "record"
                     ),
                     who,
-                    _experience_block(revision_content(revision)),
+                    _experience_block(revision.content),
                 )
             )
         return format_html_join(

@@ -1,16 +1,14 @@
-"""The Memory browser: read-only admin pages for Memory and the kernel records it is made
-of (DESIGN.md §8).
+"""The Memory browser: read-only admin pages for Memory (DESIGN.md §8).
 
 Entries are listed by scope with their state now (active, retired, or superseded by a
 newer version), kind and version; each entry's page shows its whole history with the
-reason every change recorded; revisions list their changes. Nothing here can add, change
-or delete: Memory changes only through ``memory.services`` (the HTTP API). The generic
-kernel models (``ArtifactRevision``, ``SourceRecord``) are registered here because Memory
-revisions and prompt sources are most of what they hold; Experience revisions are
-browsed from the Experience pages and link here.
+reason every change recorded; revisions list their changes (the kernel's revision pages,
+``powercontext.admin``, show them with the renderers registered here). Nothing here can
+add, change or delete: Memory changes only through ``memory.services`` (the HTTP API).
+The kernel's records are read through ``powercontext.selectors``.
 """
 
-import json
+from typing import Any
 
 from django.contrib import admin
 from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
@@ -19,17 +17,19 @@ from django.utils.html import format_html, format_html_join
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
 from memory.selectors import memory_entry_history, state_label
-from memory.values import CHANGE_OP_WIRE
-from powercontext.desk import DefaultedFilter, ReadOnlyAdmin, human_datetime
-from powercontext.models import ArtifactRevision, SourceRecord
+from memory.values import CHANGE_OP_WIRE, MEMORY_ARTIFACT_ID, MEMORY_FAMILY
+from powercontext.desk import (
+    DefaultedFilter,
+    ReadOnlyAdmin,
+    RevisionChanges,
+    ScopeFilter,
+    human_datetime,
+    revision_changes_register,
+)
+from powercontext.selectors import artifact_revision_get
 from powercontext.visible_text import excerpt, reveal
 
 SUPERSEDED = "superseded"
-
-
-def pretty_json(text: str):
-    shown = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    return format_html('<pre class="pc-text">{}</pre>', reveal(shown))
 
 
 def entry_version_link(entry_version_id: str, label: str | None = None):
@@ -39,19 +39,6 @@ def entry_version_link(entry_version_id: str, label: str | None = None):
 
 def _state_badge(label: str):
     return format_html('<span class="pc-state-{}">{}</span>', label, label)
-
-
-class ScopeFilter(admin.SimpleListFilter):
-    title = "scope"
-    parameter_name = "scope"
-
-    def lookups(self, request, model_admin):
-        scopes = model_admin.model.objects.order_by("scope_id").values_list("scope_id", flat=True)
-        return [(scope, scope) for scope in scopes.distinct()]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        return queryset if value is None else queryset.filter(scope_id=value)
 
 
 class StateFilter(DefaultedFilter):
@@ -185,12 +172,12 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
 
 
 def _revision_link(scope_id: str, revision: int):
-    found = ArtifactRevision.objects.filter(
-        scope_id=scope_id, family="memory", artifact_id="memory", revision=revision
-    ).first()
+    found = artifact_revision_get(
+        scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=revision
+    )
     if found is None:
         return str(revision)
-    url = reverse("admin:powercontext_artifactrevision_change", args=[found.pk])
+    url = reverse("admin:powercontext_artifactrevision_change", args=[found.record_id])
     return format_html('<a href="{}">{}</a>', url, revision)
 
 
@@ -206,101 +193,51 @@ class MemoryManifestRowAdmin(ReadOnlyAdmin):
         return _state_badge(state_label(obj.state))
 
 
-@admin.register(ArtifactRevision)
-class ArtifactRevisionAdmin(ReadOnlyAdmin):
-    list_display = ("family", "artifact_id", "revision", "change_summary", "scope_label", "created")
-    list_filter = ("family", ScopeFilter)
-    search_fields = ("=artifact_id", "=scope_id")
-    ordering = ("scope_id", "family", "artifact_id", "-revision")
-    fields = (
-        "scope_label",
-        "family",
-        "artifact_id",
-        "revision",
-        "created",
-        "changes",
-        "pretty_content",
-        "previous_hash",
-        "revision_hash",
+# -- what a Memory revision changed, on the kernel's revision pages ------------------
+
+
+def _change_summary(content: dict[str, Any]):
+    rows = content.get("changes", [])
+    return format_html_join(
+        ", ",
+        "{} {}{}",
+        (
+            (
+                CHANGE_OP_WIRE.get(change["op"], change["op"]),
+                reveal(change["entry_id"]),
+                format_html(" ({})", reveal(excerpt(change["reason"], 60)))
+                if change.get("reason")
+                else "",
+            )
+            for change in rows
+        ),
     )
-    readonly_fields = ("scope_label", "created", "changes", "pretty_content")
 
-    @admin.display(description="scope", ordering="scope_id")
-    def scope_label(self, obj):
-        return reveal(obj.scope_id)
 
-    @admin.display(description="written", ordering="created_at")
-    def created(self, obj):
-        return human_datetime(obj.created_at)
-
-    @admin.display(description="changes")
-    def change_summary(self, obj):
-        if obj.family != "memory":
-            return "-"
-        rows = json.loads(obj.content).get("changes", [])
-        return format_html_join(
-            ", ",
-            "{} {}{}",
+def _change_detail(content: dict[str, Any]):
+    rows = content.get("changes", [])
+    return format_html_join(
+        "",
+        "<div class='pc-text'>{} {}: {} → {}{}</div>",
+        (
             (
-                (
-                    CHANGE_OP_WIRE.get(change["op"], change["op"]),
-                    reveal(change["entry_id"]),
-                    format_html(" ({})", reveal(excerpt(change["reason"], 60)))
-                    if change.get("reason")
-                    else "",
-                )
-                for change in rows
-            ),
-        )
-
-    @admin.display(description="changes")
-    def changes(self, obj):
-        if obj.family != "memory":
-            return "-"
-        rows = json.loads(obj.content).get("changes", [])
-        return format_html_join(
-            "",
-            "<div class='pc-text'>{} {}: {} → {}{}</div>",
-            (
-                (
-                    CHANGE_OP_WIRE.get(change["op"], change["op"]),
-                    reveal(change["entry_id"]),
-                    _version_or_dash(change["from_entry_version_id"]),
-                    _version_or_dash(change["to_entry_version_id"]),
-                    format_html(" (reason: {})", reveal(change["reason"]))
-                    if change.get("reason")
-                    else "",
-                )
-                for change in rows
-            ),
-        )
-
-    @admin.display(description="content")
-    def pretty_content(self, obj):
-        return pretty_json(obj.content)
+                CHANGE_OP_WIRE.get(change["op"], change["op"]),
+                reveal(change["entry_id"]),
+                _version_or_dash(change["from_entry_version_id"]),
+                _version_or_dash(change["to_entry_version_id"]),
+                format_html(" (reason: {})", reveal(change["reason"]))
+                if change.get("reason")
+                else "",
+            )
+            for change in rows
+        ),
+    )
 
 
 def _version_or_dash(entry_version_id):
     return "-" if entry_version_id is None else entry_version_link(entry_version_id)
 
 
-@admin.register(SourceRecord)
-class SourceRecordAdmin(ReadOnlyAdmin):
-    list_display = ("source_id", "source_type", "position", "scope_label", "created")
-    list_filter = (ScopeFilter,)
-    search_fields = ("=source_id", "=scope_id")
-    ordering = ("scope_id", "-position")
-    fields = ("scope_label", "source_type", "source_id", "position", "created", "pretty_payload")
-    readonly_fields = ("scope_label", "created", "pretty_payload")
-
-    @admin.display(description="scope", ordering="scope_id")
-    def scope_label(self, obj):
-        return reveal(obj.scope_id)
-
-    @admin.display(description="captured", ordering="created_at")
-    def created(self, obj):
-        return human_datetime(obj.created_at)
-
-    @admin.display(description="payload")
-    def pretty_payload(self, obj):
-        return pretty_json(obj.payload)
+revision_changes_register(
+    MEMORY_FAMILY, RevisionChanges(summary=_change_summary, detail=_change_detail)
+)

@@ -1,7 +1,12 @@
-"""What every page of the review desk shares: read-only admin pages, one date format, and
-the desk's stylesheet (long words wrap, hidden characters are marked)."""
+"""What every page of the review desk shares: read-only admin pages, one date format, the
+desk's stylesheet (long words wrap, hidden characters are marked), the scope filter, and
+how a family's revisions say what they changed. It is what one app's admin takes from
+another's: no admin module imports another app's admin (issue 15)."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.contrib import admin
 from django.utils import timezone
@@ -63,3 +68,44 @@ class DefaultedFilter(admin.SimpleListFilter):
                 "query_string": changelist.get_query_string({self.parameter_name: lookup}),
                 "display": title,
             }
+
+
+class ScopeFilter(admin.SimpleListFilter):
+    """The scopes that have rows of the page's model, one choice each."""
+
+    title = "scope"
+    parameter_name = "scope"
+
+    def lookups(self, request, model_admin):
+        scopes = model_admin.model.objects.order_by("scope_id").values_list("scope_id", flat=True)
+        return [(scope, scope) for scope in scopes.distinct()]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset if value is None else queryset.filter(scope_id=value)
+
+
+RevisionRenderer = Callable[[dict[str, Any]], SafeString | str]
+
+
+@dataclass(frozen=True)
+class RevisionChanges:
+    """How a family's revision content shows what the revision changed: ``summary`` in
+    the revision list, ``detail`` on the revision's page."""
+
+    summary: RevisionRenderer
+    detail: RevisionRenderer
+
+
+# The kernel's revision pages know no family: each family that records changes in its
+# revisions registers here from its own admin module (loaded by admin autodiscovery
+# before any page is served); a family that registers nothing shows "-".
+_REVISION_CHANGES: dict[str, RevisionChanges] = {}
+
+
+def revision_changes_register(family: str, changes: RevisionChanges) -> None:
+    _REVISION_CHANGES[family] = changes
+
+
+def revision_changes_of(family: str) -> RevisionChanges | None:
+    return _REVISION_CHANGES.get(family)

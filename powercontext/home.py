@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from powercontext.addresses import is_loopback
 from powercontext.health import readiness
-from powercontext.models import SourceRecord
+from powercontext.selectors import sources_recent
+from powercontext.sources import CONTENT_SOURCE
 
 WINDOW = timedelta(hours=1)
 # The newest captures read at most: the page stays cheap however long the journal grows
@@ -30,30 +31,26 @@ def recent_agents(now=None) -> dict:
     """Counts of the last hour's captured prompts: per agent kind, distinct sessions and
     projects, and (for staff only, by the caller) per scope."""
     since = (now or timezone.now()) - WINDOW
-    rows = list(
-        SourceRecord.objects.filter(source_type="content")
-        .order_by("-pk")
-        .values_list("scope_id", "payload", "created_at")[:SCAN_LIMIT]
-    )
+    rows = sources_recent(name=CONTENT_SOURCE, limit=SCAN_LIMIT)
     agents: Counter = Counter()
     scopes: Counter = Counter()
     sessions = set()
-    for scope_id, payload, created_at in rows:
-        if created_at < since:
+    for row in rows:
+        if row.captured_at < since:
             continue
         try:
-            metadata = json.loads(payload).get("metadata") or {}
+            metadata = json.loads(row.payload_json).get("metadata") or {}
         except (ValueError, AttributeError):
             metadata = {}
         agent = metadata.get("agent") if isinstance(metadata, dict) else None
         agents[agent if agent in AGENT_NAMES else "other"] += 1
-        scopes[scope_id] += 1
+        scopes[row.scope_id] += 1
         session = metadata.get("session_id") if isinstance(metadata, dict) else None
         if isinstance(session, str):
             sessions.add((agent, session))
     return {
         "prompts": sum(agents.values()),
-        "truncated": len(rows) == SCAN_LIMIT and rows[-1][2] >= since,
+        "truncated": len(rows) == SCAN_LIMIT and rows[-1].captured_at >= since,
         "agents": [
             {"name": AGENT_NAMES.get(kind, "another client"), "prompts": count}
             for kind, count in sorted(agents.items(), key=lambda item: (-item[1], item[0]))
