@@ -34,7 +34,7 @@ class FusedHit:
 def _scaled_lexical(hits: dict[str, float]) -> dict[str, float]:
     best = max(hits.values(), default=0.0)
     if best <= 0.0:
-        return {key: 0.0 for key in hits}
+        return dict.fromkeys(hits, 0.0)
     return {key: max(score, 0.0) / best for key, score in hits.items()}
 
 
@@ -43,7 +43,7 @@ def _scaled_semantic(hits: dict[str, float]) -> dict[str, float]:
         return {}
     low, high = min(hits.values()), max(hits.values())
     if high - low <= 1e-9:
-        return {key: 1.0 for key in hits}
+        return dict.fromkeys(hits, 1.0)
     return {key: (score - low) / (high - low) for key, score in hits.items()}
 
 
