@@ -17,6 +17,8 @@ import dj_database_url
 import platformdirs
 
 OCEANBASE_ENGINE = "powercontext.db.backends.oceanbase"
+# Django's SQLite backend on sqlean's SQLite, with sqlite-vec loaded (the vector channel).
+SQLITE_ENGINE = "powercontext.db.backends.sqlite"
 
 logger = logging.getLogger("powercontext.config")
 
@@ -29,6 +31,13 @@ PRIVATE_FILE_MODE = 0o600
 # secrets.token_urlsafe(50) is 67 characters; Django itself warns below 50. A shorter
 # key file was cut off (a full disk, a copy gone wrong) or written by hand.
 SECRET_KEY_MIN_CHARS = 50
+
+
+@dj_database_url.register("sqlite", SQLITE_ENGINE)
+def _sqlite_options(parsed: dict) -> None:
+    # As dj-database-url's own sqlite scheme: no path is an in-memory database.
+    if not parsed.get("NAME"):
+        parsed["NAME"] = ":memory:"
 
 
 @dj_database_url.register("oceanbase", OCEANBASE_ENGINE)
@@ -184,10 +193,10 @@ def database_config(home: Path) -> dict:
         config = dj_database_url.parse(url)
     else:
         config = {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": SQLITE_ENGINE,
             "NAME": str(home / "powercontext.sqlite3"),
         }
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if config["ENGINE"] == SQLITE_ENGINE:
         # Existing files only: reading the settings creates no database
         # (``manage.py serve`` creates it, once it knows it will serve).
         protect_sqlite_files(str(config["NAME"]))

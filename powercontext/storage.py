@@ -18,9 +18,14 @@ import time
 from pathlib import Path
 from typing import Final, Literal
 
+import sqlean
 from django.db import connection
 
 Reason = Literal["no_space", "read_only"]
+
+# The default engine runs on sqlean's sqlite3 module, whose exceptions are its own; the
+# standard library's are still those of any other SQLite connection.
+_SQLITE_ERRORS: Final = (sqlite3.Error, sqlean.Error)
 
 NO_SPACE: Final = "no_space"
 READ_ONLY: Final = "read_only"
@@ -71,7 +76,7 @@ def failure_reason(exc: BaseException) -> Reason | None:
 
 
 def _own_reason(exc: BaseException) -> Reason | None:
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, _SQLITE_ERRORS):
         code = getattr(exc, "sqlite_errorcode", None)
         if isinstance(code, int):
             if code & 0xFF == _SQLITE_FULL:

@@ -17,9 +17,10 @@ if os.environ.get("POWERCONTEXT_TEST_DATABASE") == "oceanbase":
 
     os.environ["POWERCONTEXT_DATABASE_URL"] = oceanbase_url()
 
+from powercontext.config import SQLITE_ENGINE
 from powercontext.server.settings import *  # noqa: F403
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:  # noqa: F405
     # A file, not Django's default in-memory test database: concurrency tests need
     # several connections (threads, processes) to share one database, as in production.
     DATABASES["default"]["TEST"]["NAME"] = str(POWERCONTEXT_HOME / "test.sqlite3")  # noqa: F405

@@ -1,0 +1,1 @@
+"""SQLite backend that loads sqlite-vec: ENGINE ``powercontext.db.backends.sqlite``."""
