@@ -107,4 +107,3 @@ class SQLiteCursorWrapper(Database.Cursor):
             return sqlite_base.FORMAT_QMARK_REGEX.sub("?", query).replace("%%", "%")
         else:
             return query % {name: f":{name}" for name in param_names}
-
