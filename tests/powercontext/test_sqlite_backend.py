@@ -105,7 +105,7 @@ def test_sqleans_bundled_extensions_stay_off_whatever_the_environment():
     environment = {
         **os.environ,
         "SQLEAN_ENABLE": "1",
-        "DJANGO_SETTINGS_MODULE": "powercontext.settings",
+        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
         "POWERCONTEXT_DATABASE_URL": "sqlite://",
     }
     result = subprocess.run(
