@@ -1,1 +1,2 @@
-"""PowerContext's database layer: the OceanBase backend (``backends.oceanbase``)."""
+"""PowerContext's database layer: the SQLite (``backends.sqlite``) and OceanBase
+(``backends.oceanbase``) backends."""
