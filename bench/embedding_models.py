@@ -1,6 +1,6 @@
 """Embedding models for the semantic channel: recall on LoCoMo dev, and what each costs.
 
-Turn-level retrieval on ../shared/data/locomo-dev, as ../shared/research/embeddings.md
+Turn-level retrieval on the LoCoMo development split (--data), as the issue's research
 measured it: every turn (``[<session date>] <speaker>: <text>``) is a document, each
 conversation its own corpus; a category 1-4 question with evidence is answered when any of
 its evidence turns is in the top 8. Each model is scored alone (cosine) and fused with BM25
