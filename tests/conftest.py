@@ -5,6 +5,9 @@ import os
 
 import pytest
 
+# Every response of the Django test client is checked against openapi/powercontext.yaml.
+pytest_plugins = ["tests.openapi_contract"]
+
 
 class ApiClient:
     """Posts JSON to the API through Django's test client and decodes the answer."""
