@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
 
 from contextpack import openapi_examples as examples
-from contextpack.application import ScopedContextApplication, public_payload
+from contextpack.application import prepare_context
 from contextpack.serializers import PrepareContextInput, PreparedContextOutput
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
@@ -34,7 +34,7 @@ class PrepareContextView(ApiView):
     )
     def post(self, request):
         data = self.validated(PrepareContextInput)
-        prepared = ScopedContextApplication().prepare(
+        prepared = prepare_context(
             scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
         )
-        return self.respond(public_payload(prepared))
+        return self.render(PreparedContextOutput, prepared)

@@ -1,4 +1,4 @@
-"""ScopedContextApplication: the one place that turns a prompt into a Context Pack.
+"""``prepare_context``: the one place that turns a prompt into a Context Pack.
 
 It resolves one Memory head, searches exactly that revision (and the approved
 Experience heads) inside one read snapshot, and hands typed hits to the pure builder.
@@ -7,17 +7,16 @@ the user's boilerplate and weigh less (``powercontext.search.policy``), and each
 scored by the prompt's segment it matches best (``powercontext.search.ranking``).
 It writes nothing: no source, no memory, no cursor, no projection.
 
-``explain`` is the same operation for a person at the desk (``contextpack.preview``): the
+``explain_context`` is the same operation for a person at the desk (``contextpack.preview``): the
 same pack, and why it holds what it holds (``contextpack.explanation``).
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from contextpack.builder import (
     EXPERIENCE_WINDOW,
     MEMORY_WINDOW,
-    ArtifactRef,
     BuildTrace,
     ExperienceHit,
     MemoryCitation,
@@ -37,14 +36,16 @@ from experience import term_stats as experience_term_stats
 from experience.selectors import experience_search_at
 from memory import term_stats as memory_term_stats
 from memory.selectors import memory_head, memory_search_at
-from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
+from memory.values import memory_ref
 from powercontext import analyzer, metrics
 from powercontext.prompt_history import recent_prompt_terms
+from powercontext.refs import ArtifactRef
 from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
 from powercontext.search.ranking import query_segments
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
+_BUILDER = PreparedContextBuilder()
 
 # How many hits past each window an explanation shows as "outside the window".
 BEYOND_WINDOW_SHOWN = 8
@@ -60,127 +61,115 @@ class _Retrieved:
     prompts: list[frozenset[str]]
 
 
-class ScopedContextApplication:
-    def __init__(self, builder: PreparedContextBuilder | None = None):
-        self.builder = builder or PreparedContextBuilder()
+def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
+    """The Context Pack for ``query`` in ``scope_id``.
 
-    def prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
-        """The Context Pack for ``query`` in ``scope_id``.
+    Empty (one generic answer) when there is nothing relevant or nothing fits.
+    Raises ``contextpack.builder.HeadMismatchError`` if a hit cites a revision other
+    than the one searched; no partial pack is ever returned.
 
-        Empty (one generic answer) when there is nothing relevant or nothing fits.
-        Raises ``contextpack.builder.HeadMismatchError`` if a hit cites a revision other
-        than the one searched; no partial pack is ever returned.
+    Each call is counted in the privacy-safe metrics (``powercontext.metrics``): its
+    outcome, content bytes and the builder's aggregate counters, nothing else.
+    """
+    try:
+        prepared = _prepare(scope_id=scope_id, query=query, max_bytes=max_bytes)
+    except Exception:
+        metrics.observe_prepare_failed()
+        raise
+    metrics.observe_prepared(
+        status=prepared.status,
+        content_bytes=prepared.content_bytes,
+        candidates_seen=prepared.candidates_seen,
+        items_included=prepared.items_included,
+        items_truncated=prepared.items_truncated,
+        items_skipped_for_budget=prepared.items_skipped_for_budget,
+    )
+    return prepared
 
-        Each call is counted in the privacy-safe metrics (``powercontext.metrics``): its
-        outcome, content bytes and the builder's aggregate counters, nothing else.
-        """
-        try:
-            prepared = self._prepare(scope_id=scope_id, query=query, max_bytes=max_bytes)
-        except Exception:
-            metrics.observe_prepare_failed()
-            raise
-        metrics.observe_prepared(
-            status=prepared.status,
-            content_bytes=prepared.content_bytes,
-            candidates_seen=prepared.candidates_seen,
-            items_included=prepared.items_included,
-            items_truncated=prepared.items_truncated,
-            items_skipped_for_budget=prepared.items_skipped_for_budget,
+
+def explain_context(
+    *, scope_id: str, query: str, max_bytes: int
+) -> tuple[PreparedContext, PackExplanation]:
+    """The pack :func:`prepare_context` returns for the same input and state, and why it
+    holds what it holds (``contextpack.explanation``). For the desk's preview: it writes
+    nothing and is not counted in the metrics, which describe what agents were sent.
+    """
+    with read_snapshot():
+        found = _retrieve(scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN)
+        families = (
+            _family_terms(found, scope_id, "memory", MEMORY_WINDOW, memory_term_stats),
+            _family_terms(found, scope_id, "experience", EXPERIENCE_WINDOW, experience_term_stats),
         )
-        return prepared
-
-    def explain(
-        self, *, scope_id: str, query: str, max_bytes: int
-    ) -> tuple[PreparedContext, PackExplanation]:
-        """The pack :meth:`prepare` returns for the same input and state, and why it holds
-        what it holds (``contextpack.explanation``). For the desk's preview: it writes
-        nothing and is not counted in the metrics, which describe what agents were sent.
-        """
-        with read_snapshot():
-            found = self._retrieve(
-                scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN
-            )
-            families = (
-                _family_terms(found, scope_id, "memory", MEMORY_WINDOW, memory_term_stats),
-                _family_terms(
-                    found, scope_id, "experience", EXPERIENCE_WINDOW, experience_term_stats
-                ),
-            )
-        if not found.memory_hits and not found.experience_hits:
-            prepared, trace = EMPTY, BuildTrace(max_bytes=max_bytes, decisions=())
-        else:
-            prepared, trace = self.builder.build_explained(
-                head=found.head,
-                memory_hits=found.memory_hits,
-                experience_hits=found.experience_hits,
-                max_bytes=max_bytes,
-            )
-        return prepared, _explanation(found, families, trace)
-
-    def _prepare(self, *, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
-        with read_snapshot():
-            found = self._retrieve(scope_id=scope_id, query=query, beyond_window=0)
-        if not found.memory_hits and not found.experience_hits:
-            return EMPTY
-        return self.builder.build(
+    if not found.memory_hits and not found.experience_hits:
+        prepared, trace = EMPTY, BuildTrace(max_bytes=max_bytes, decisions=())
+    else:
+        prepared, trace = _BUILDER.build_explained(
             head=found.head,
             memory_hits=found.memory_hits,
             experience_hits=found.experience_hits,
             max_bytes=max_bytes,
         )
+    return prepared, _explanation(found, families, trace)
 
-    def _retrieve(self, *, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
-        """The hits the builder is given, best first; run inside one read snapshot. The
-        builder ignores hits past its windows, so ``beyond_window`` more of them change
-        nothing in the pack (only an explanation asks for them)."""
-        head = memory_head(scope_id=scope_id)
-        terms = analyzer.query_terms(query)
-        prompts = recent_prompt_terms(scope_id=scope_id, query=query)
-        recurring = recurring_terms(terms, prompts)
-        segments = query_segments(query)
-        memory_hits = [
-            MemoryHit(
-                citation=MemoryCitation(
-                    memory_ref=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, hit.revision),
-                    entry_id=hit.entry_id,
-                    entry_version_id=hit.entry_version_id,
-                ),
-                text=hit.text,
-            )
-            for hit in memory_search_at(
-                scope_id=scope_id,
-                head=head,
-                terms=terms,
-                limit=MEMORY_WINDOW + beyond_window,
-                recurring=recurring,
-                segments=segments,
-            )
-        ]
-        experience_hits = experience_search_at(
+
+def _prepare(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
+    with read_snapshot():
+        found = _retrieve(scope_id=scope_id, query=query, beyond_window=0)
+    if not found.memory_hits and not found.experience_hits:
+        return EMPTY
+    return _BUILDER.build(
+        head=found.head,
+        memory_hits=found.memory_hits,
+        experience_hits=found.experience_hits,
+        max_bytes=max_bytes,
+    )
+
+
+def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
+    """The hits the builder is given, best first; run inside one read snapshot. The
+    builder ignores hits past its windows, so ``beyond_window`` more of them change
+    nothing in the pack (only an explanation asks for them)."""
+    head = memory_head(scope_id=scope_id)
+    terms = analyzer.query_terms(query)
+    prompts = recent_prompt_terms(scope_id=scope_id, query=query)
+    recurring = recurring_terms(terms, prompts)
+    segments = query_segments(query)
+    memory_hits = [
+        MemoryHit(
+            citation=MemoryCitation(
+                memory_ref=memory_ref(hit.revision),
+                entry_id=hit.entry_id,
+                entry_version_id=hit.entry_version_id,
+            ),
+            text=hit.text,
+        )
+        for hit in memory_search_at(
+            scope_id=scope_id,
+            head=head,
+            terms=terms,
+            limit=MEMORY_WINDOW + beyond_window,
+            recurring=recurring,
+            segments=segments,
+        )
+    ]
+    experience_hits = [
+        ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)
+        for hit in experience_search_at(
             scope_id=scope_id,
             terms=terms,
             limit=EXPERIENCE_WINDOW + beyond_window,
             recurring=recurring,
             segments=segments,
         )
-        return _Retrieved(
-            head=ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, head),
-            memory_hits=memory_hits,
-            experience_hits=experience_hits,
-            terms=terms,
-            recurring=recurring,
-            prompts=prompts,
-        )
-
-
-def public_payload(prepared: PreparedContext) -> dict[str, Any]:
-    """The response body: exactly the four public fields, nothing internal."""
-    return {
-        "schema": prepared.schema,
-        "status": prepared.status,
-        "content": prepared.content,
-        "content_bytes": prepared.content_bytes,
-    }
+    ]
+    return _Retrieved(
+        head=memory_ref(head),
+        memory_hits=memory_hits,
+        experience_hits=experience_hits,
+        terms=terms,
+        recurring=recurring,
+        prompts=prompts,
+    )
 
 
 def _family_terms(
@@ -215,13 +204,13 @@ def _explanation(
     sources: dict[tuple[str, int], tuple[dict[str, Any], str]] = {}
     for rank, hit in enumerate(found.memory_hits, start=1):
         citation = {
-            "memory_ref": asdict(hit.citation.memory_ref),
+            "memory_ref": hit.citation.memory_ref.as_payload(),
             "entry_id": hit.citation.entry_id,
             "entry_version_id": hit.citation.entry_version_id,
         }
         sources["memory", rank] = (citation, hit.text)
     for rank, exp in enumerate(found.experience_hits, start=1):
-        sources["experience", rank] = ({"artifact_ref": asdict(exp.artifact_ref)}, exp.lesson)
+        sources["experience", rank] = ({"artifact_ref": exp.artifact_ref.as_payload()}, exp.lesson)
     hits = []
     for decision in trace.decisions:
         citation, text = sources[decision.family, decision.rank]

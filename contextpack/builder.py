@@ -16,6 +16,12 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Final, Literal, TypeAlias
 
+# The kernel's reference (standard library only, like this module): the builder's input
+# types cite revisions with it, and so do the families that hand it hits.
+from powercontext.refs import ArtifactRef
+
+__all__ = ["ArtifactRef"]  # re-exported: it is part of the builder's input types
+
 SCHEMA: Final = "powercontext.prepared-context.v1"
 
 # Candidate windows and limits, as the reference deployment applies them (DESIGN.md §6).
@@ -58,13 +64,6 @@ _RAW_LINE_BREAKS: Final = ("\u0085", "\u2028", "\u2029")
 _RAW_LINE_BREAK_PATTERN: Final = re.compile("[\u0085\u2028\u2029]")
 
 JsonObject: TypeAlias = dict[str, object]
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactRef:
-    family: str
-    artifact_id: str
-    revision: int
 
 
 @dataclass(frozen=True, slots=True)

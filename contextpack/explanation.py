@@ -1,6 +1,6 @@
 """Why a Context Pack holds what it holds: a pure description of one ``prepare``.
 
-``ScopedContextApplication.explain`` fills it from the same retrieval and the same
+``contextpack.application.explain_context`` fills it from the same retrieval and the same
 builder the public operation uses; the desk's pack preview (``contextpack.preview``)
 shows it. It is for people, never part of the v1 response.
 

@@ -5,7 +5,7 @@ A staff user enters a scope and a prompt; the page shows the exact ``content`` t
 additional context) beside the reasons: each item's retrieval channel and rank and whether
 it was cut, each hit left out and why, and what became of each query term.
 
-It runs ``ScopedContextApplication.explain``: the same retrieval and builder as prepare,
+It runs ``contextpack.application.explain_context``: the same retrieval and builder as prepare,
 in one read snapshot. It writes nothing (no source is captured, so the previewed prompt
 never joins the prompt history), is not counted in the metrics, and logs nothing but the
 route (``powercontext.middleware.AccessLogMiddleware``). The prompt travels in a POST body,
@@ -22,7 +22,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from contextpack import builder
-from contextpack.application import ScopedContextApplication
+from contextpack.application import explain_context
 from contextpack.explanation import HitExplanation, PackExplanation, TermExplanation
 from contextpack.serializers import PrepareContextInput
 from powercontext.exceptions import PowerContextError
@@ -103,7 +103,7 @@ def pack_preview(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                prepared, explanation = ScopedContextApplication().explain(
+                prepared, explanation = explain_context(
                     scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
                 )
             except (builder.HeadMismatchError, PowerContextError):

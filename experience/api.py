@@ -23,10 +23,11 @@ from experience.serializers import (
     ExperienceGetOutput,
     ExperienceProposeInput,
 )
-from experience.values import ArtifactRef, Proposal
+from experience.values import Proposal
 from powercontext.api.openapi_examples import AGENT_ONLY, REVIEWER_ONLY
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
+from powercontext.refs import ArtifactRef
 
 EXPERIENCE_TAGS = ["experience"]
 CANDIDATE_TAGS = ["artifact-candidates"]
@@ -81,7 +82,7 @@ class ExperienceProposeView(ApiView):
             target=None if target is None else ArtifactRef.from_payload(target),
             reason=data.get("reason"),
         )
-        return self.respond(candidate, status=201)
+        return self.render(ArtifactCandidateSchema, candidate, status=201)
 
 
 class ExperienceGetView(ApiView):
@@ -111,13 +112,14 @@ class ExperienceGetView(ApiView):
     def post(self, request):
         data = self.validated(ExperienceGetInput)
         artifact = data["artifact"]
-        return self.respond(
+        return self.render(
+            ExperienceGetOutput,
             selectors.experience_get(
                 scope_id=data["scope_id"],
                 family=artifact["family"],
                 artifact_id=artifact["artifact_id"],
                 revision=artifact["revision"],
-            )
+            ),
         )
 
 
@@ -147,14 +149,15 @@ class CandidateListView(ApiView):
     )
     def post(self, request):
         data = self.validated(CandidateListInput)
-        return self.respond(
+        return self.render(
+            CandidateListOutput,
             selectors.candidate_list(
                 scope_id=data["scope_id"],
                 status=data["status"],
                 family=data.get("family"),
                 cursor=data.get("cursor"),
                 limit=data["limit"],
-            )
+            ),
         )
 
 
@@ -185,12 +188,13 @@ class CandidateGetView(ApiView):
     )
     def post(self, request):
         data = self.validated(CandidateGetInput)
-        return self.respond(
+        return self.render(
+            ArtifactCandidateSchema,
             selectors.candidate_get(
                 scope_id=data["scope_id"],
                 candidate_id=data["candidate_id"],
                 expected_version=data.get("expected_version"),
-            )
+            ),
         )
 
 
@@ -226,13 +230,14 @@ class CandidateApproveView(ReviewerView):
     )
     def post(self, request):
         data = self.validated(CandidateApproveInput)
-        return self.respond(
+        return self.render(
+            ArtifactCandidateSchema,
             services.candidate_approve(
                 scope_id=data["scope_id"],
                 candidate_id=data["candidate_id"],
                 expected_version=data["expected_version"],
                 reviewer=self.reviewer,
-            )
+            ),
         )
 
 
@@ -265,14 +270,15 @@ class CandidateRejectView(ReviewerView):
     )
     def post(self, request):
         data = self.validated(CandidateRejectInput)
-        return self.respond(
+        return self.render(
+            ArtifactCandidateSchema,
             services.candidate_reject(
                 scope_id=data["scope_id"],
                 candidate_id=data["candidate_id"],
                 expected_version=data["expected_version"],
                 reason=data["reason"],
                 reviewer=self.reviewer,
-            )
+            ),
         )
 
 
@@ -307,7 +313,8 @@ class CandidateReviseView(ReviewerView):
     )
     def post(self, request):
         data = self.validated(CandidateReviseInput)
-        return self.respond(
+        return self.render(
+            ArtifactCandidateSchema,
             services.candidate_revise(
                 scope_id=data["scope_id"],
                 candidate_id=data["candidate_id"],
@@ -317,5 +324,5 @@ class CandidateReviseView(ReviewerView):
                 artifact_refs=data.get("artifact_refs"),
                 reason=data.get("reason"),
                 reviewer=self.reviewer,
-            )
+            ),
         )

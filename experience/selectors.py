@@ -14,10 +14,17 @@ from typing import Any
 
 from django.db.models import F, Q
 
-from contextpack.builder import ArtifactRef, ExperienceHit
 from experience.models import Candidate, CandidateStatus, CandidateVersion
 from experience.term_stats import search_plan
-from experience.values import EXPERIENCE_FAMILY, Proposal, experience_ref
+from experience.values import (
+    EXPERIENCE_FAMILY,
+    ApprovedExperience,
+    ArtifactCandidate,
+    CandidatePage,
+    ExperienceFound,
+    Proposal,
+    experience_ref,
+)
 from powercontext.artifacts import revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import (
@@ -28,6 +35,7 @@ from powercontext.exceptions import (
     PowerContextError,
 )
 from powercontext.models import ArtifactRevision
+from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import RankedArtifact, search_backend
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
@@ -41,8 +49,8 @@ class ExperienceIndexInconsistent(PowerContextError):
 # -- candidates -----------------------------------------------------------------------
 
 
-def candidate_payload(candidate: Candidate, version: CandidateVersion) -> dict[str, Any]:
-    """The API's ArtifactCandidate: the head's status and decision, the current version's
+def candidate_of(candidate: Candidate, version: CandidateVersion) -> ArtifactCandidate:
+    """The ArtifactCandidate: the head's status and decision, the current version's
     proposal and evidence."""
     target = None
     if version.target_artifact_id is not None:
@@ -50,19 +58,19 @@ def candidate_payload(candidate: Candidate, version: CandidateVersion) -> dict[s
     result = None
     if candidate.result_artifact_id is not None:
         result = experience_ref(candidate.result_artifact_id, candidate.result_revision)
-    return {
-        "candidate_id": candidate.candidate_id,
-        "version": candidate.version,
-        "family": candidate.family,
-        "status": candidate.status,
-        "proposal": proposal_of(version).as_payload(),
-        "source_refs": json.loads(version.source_refs),
-        "artifact_refs": json.loads(version.artifact_refs),
-        "target": target,
-        "reason": version.reason,
-        "result_artifact": result,
-        "decision_reason": candidate.decision_reason,
-    }
+    return ArtifactCandidate(
+        candidate_id=candidate.candidate_id,
+        version=candidate.version,
+        family=candidate.family,
+        status=candidate.status,
+        proposal=proposal_of(version),
+        source_refs=source_refs(json.loads(version.source_refs)),
+        artifact_refs=artifact_refs(json.loads(version.artifact_refs)),
+        target=target,
+        reason=version.reason,
+        result_artifact=result,
+        decision_reason=candidate.decision_reason,
+    )
 
 
 def proposal_of(version: CandidateVersion) -> Proposal:
@@ -75,7 +83,7 @@ def current_version(candidate: Candidate) -> CandidateVersion:
 
 def candidate_get(
     *, scope_id: str, candidate_id: str, expected_version: int | None = None
-) -> dict[str, Any]:
+) -> ArtifactCandidate:
     """The candidate as it is now. With ``expected_version``, CandidateConflict unless
     that is still its current version."""
     candidate = Candidate.objects.filter(scope_id=scope_id, candidate_id=candidate_id).first()
@@ -83,7 +91,7 @@ def candidate_get(
         raise CandidateNotFound()
     if expected_version is not None and expected_version != candidate.version:
         raise CandidateConflict()
-    return candidate_payload(candidate, current_version(candidate))
+    return candidate_of(candidate, current_version(candidate))
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ def candidate_list(
     family: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
-) -> dict[str, Any]:
+) -> CandidatePage:
     """Candidates newest first (ties by candidate id), one keyset page at a time."""
     filters = _filters_key(scope_id, status, family)
     candidates = Candidate.objects.filter(scope_id=scope_id, status=status)
@@ -163,7 +171,7 @@ def candidate_list(
             | Q(created_at=position.created_at, candidate_id__gt=position.candidate_id)
         )
     rows = list(candidates.order_by("-created_at", "candidate_id")[: limit + 1])
-    payloads: list[dict[str, Any]] = []
+    found: list[ArtifactCandidate] = []
     page_bytes = 0
     next_cursor = None
     # Versions (the large part) are read a few candidates at a time, so a page that
@@ -180,18 +188,15 @@ def candidate_list(
         for candidate in chunk:
             version = versions[candidate.candidate_id]
             size = _version_bytes(candidate, version)
-            if len(payloads) == limit or (payloads and page_bytes + size > LIST_PAGE_BYTES):
-                last = rows[len(payloads) - 1]
+            if len(found) == limit or (found and page_bytes + size > LIST_PAGE_BYTES):
+                last = rows[len(found) - 1]
                 next_cursor = _ListCursor(filters, last.created_at, last.candidate_id).encode()
                 break
-            payloads.append(candidate_payload(candidate, version))
+            found.append(candidate_of(candidate, version))
             page_bytes += size
         if next_cursor is not None:
             break
-    return {
-        "candidates": payloads,
-        "next_cursor": next_cursor,
-    }
+    return CandidatePage(candidates=found, next_cursor=next_cursor)
 
 
 # -- approved Experience --------------------------------------------------------------
@@ -209,7 +214,7 @@ def experience_revision(*, scope_id: str, artifact_id: str, revision: int) -> Ar
 
 def experience_get(
     *, scope_id: str, family: str, artifact_id: str, revision: int
-) -> dict[str, Any]:
+) -> ApprovedExperience:
     """Exactly the cited Experience revision, even after the Experience was revised.
 
     Anything that is not an approved Experience revision (another family, a candidate id,
@@ -220,12 +225,12 @@ def experience_get(
     content = revision_content(
         experience_revision(scope_id=scope_id, artifact_id=artifact_id, revision=revision)
     )
-    return {
-        "artifact": experience_ref(artifact_id, revision),
-        "content": Proposal.from_payload(content).as_payload(),
-        "source_refs": content["source_refs"],
-        "artifact_refs": content["artifact_refs"],
-    }
+    return ApprovedExperience(
+        artifact=experience_ref(artifact_id, revision),
+        content=Proposal.from_payload(content),
+        source_refs=source_refs(content["source_refs"]),
+        artifact_refs=artifact_refs(content["artifact_refs"]),
+    )
 
 
 def experience_search_at(
@@ -235,10 +240,10 @@ def experience_search_at(
     limit: int,
     recurring: Collection[str] = frozenset(),
     segments: Sequence[Collection[str]] | None = None,
-) -> list[ExperienceHit]:
+) -> list[ExperienceFound]:
     """Approved Experience of the scope matching a query's analyzer ``terms``, best first
-    (ties by artifact id), each citing its exact head revision with its four fields, as
-    the Context Pack builder takes them; ranked as Memory is (``recurring`` terms weigh
+    (ties by artifact id), each citing its exact head revision with its four fields;
+    ranked as Memory is (``recurring`` terms weigh
     less, ``segments`` score separately: ``memory.selectors.memory_search_at``).
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
@@ -277,8 +282,8 @@ def experience_search_at(
         if content is None:
             raise ExperienceIndexInconsistent()
         hits.append(
-            ExperienceHit(
-                artifact_ref=ArtifactRef(EXPERIENCE_FAMILY, hit.artifact_id, hit.revision),
+            ExperienceFound(
+                artifact_ref=experience_ref(hit.artifact_id, hit.revision),
                 situation=content["situation"],
                 action=content["action"],
                 outcome=content["outcome"],

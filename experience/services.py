@@ -24,14 +24,14 @@ from experience.models import (
     CandidateVersion,
     ReviewerToken,
 )
-from experience.selectors import candidate_payload, current_version, proposal_of
+from experience.selectors import candidate_of, current_version, proposal_of
 from experience.term_stats import term_stats_adjust
 from experience.tokens import TOKEN_PREFIX, token_hash
 from experience.values import (
     EXPERIENCE_FAMILY,
     MAX_REFS,
     REASON_MAX_CHARS,
-    ArtifactRef,
+    ArtifactCandidate,
     Proposal,
     new_candidate_id,
     new_experience_id,
@@ -49,6 +49,7 @@ from powercontext.exceptions import (
     RevisionConflict,
 )
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
+from powercontext.refs import ArtifactRef
 from powercontext.search import search_backend
 
 REVIEWER_GROUP = "Experience reviewers"
@@ -154,7 +155,7 @@ def experience_propose(
     target: ArtifactRef | None = None,
     reason: str | None = None,
     proposed_by: str = AGENT,
-) -> dict[str, Any]:
+) -> ArtifactCandidate:
     """Create a pending candidate (version 1) and return its ArtifactCandidate.
 
     ``target`` names the current revision of the Experience the proposal would revise.
@@ -193,7 +194,7 @@ def experience_propose(
             created_by=proposed_by,
             created_at=now,
         )
-    return candidate_payload(candidate, version)
+    return candidate_of(candidate, version)
 
 
 def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Candidate:
@@ -238,7 +239,7 @@ def candidate_revise(
     source_refs: list[dict] | None = None,
     artifact_refs: list[dict] | None = None,
     reason: str | None = None,
-) -> dict[str, Any]:
+) -> ArtifactCandidate:
     """Write version ``expected_version + 1`` of a pending candidate (a reviewer's edit).
 
     Refs and reason left as None keep the previous version's; the target never changes.
@@ -274,7 +275,7 @@ def candidate_revise(
             created_by=reviewer_label(reviewer),
             created_at=now,
         )
-    return candidate_payload(candidate, version)
+    return candidate_of(candidate, version)
 
 
 def _refs(stored: str) -> list[dict]:
@@ -347,7 +348,7 @@ def _write_experience(scope_id: str, version: CandidateVersion) -> tuple[str, in
 
 def candidate_approve(
     *, scope_id: str, candidate_id: str, expected_version: int, reviewer: Any
-) -> dict[str, Any]:
+) -> ArtifactCandidate:
     """Approve a pending candidate at ``expected_version``, in one transaction: create the
     Experience (or revise its target), write the head's searchable_text and the index,
     mark the candidate approved with the result artifact, and record who and when.
@@ -374,12 +375,12 @@ def candidate_approve(
             decided_at=now,
             updated_at=now,
         )
-    return candidate_payload(candidate, version)
+    return candidate_of(candidate, version)
 
 
 def candidate_reject(
     *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: Any
-) -> dict[str, Any]:
+) -> ArtifactCandidate:
     """Reject a pending candidate at ``expected_version`` with a reason (1..2000
     characters, not blank), recording who and when. Nothing becomes searchable.
 
@@ -402,7 +403,7 @@ def candidate_reject(
             updated_at=now,
         )
         version = current_version(candidate)
-    return candidate_payload(candidate, version)
+    return candidate_of(candidate, version)
 
 
 # -- reviewer tokens ------------------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import Any
 
 from powercontext import analyzer
 from powercontext.exceptions import InvalidRequest
+from powercontext.refs import ArtifactRef, SourceRef
 
 EXPERIENCE_FAMILY = "experience"
 PROPOSAL_FIELDS = ("situation", "action", "outcome", "lesson")
@@ -50,22 +51,56 @@ class Proposal:
                 )
 
 
+def experience_ref(artifact_id: str, revision: int) -> ArtifactRef:
+    return ArtifactRef(EXPERIENCE_FAMILY, artifact_id, revision)
+
+
 @dataclass(frozen=True)
-class ArtifactRef:
+class ArtifactCandidate:
+    """A proposed Experience at its current version: the head's status and decision, the
+    version's proposal and evidence."""
+
+    candidate_id: str
+    version: int
     family: str
-    artifact_id: str
-    revision: int
+    status: str
+    proposal: Proposal
+    source_refs: tuple[SourceRef, ...]
+    artifact_refs: tuple[ArtifactRef, ...]
+    target: ArtifactRef | None
+    reason: str | None
+    result_artifact: ArtifactRef | None
+    decision_reason: str | None
 
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> "ArtifactRef":
-        return cls(payload["family"], payload["artifact_id"], payload["revision"])
 
-    def as_payload(self) -> dict[str, Any]:
-        return {"family": self.family, "artifact_id": self.artifact_id, "revision": self.revision}
+@dataclass(frozen=True)
+class CandidatePage:
+    """One page of candidates, newest first; ``next_cursor`` is None on the last page."""
+
+    candidates: list[ArtifactCandidate]
+    next_cursor: str | None
 
 
-def experience_ref(artifact_id: str, revision: int) -> dict[str, Any]:
-    return ArtifactRef(EXPERIENCE_FAMILY, artifact_id, revision).as_payload()
+@dataclass(frozen=True)
+class ApprovedExperience:
+    """One approved Experience revision (its ``content``) and the evidence it was
+    approved with."""
+
+    artifact: ArtifactRef
+    content: Proposal
+    source_refs: tuple[SourceRef, ...]
+    artifact_refs: tuple[ArtifactRef, ...]
+
+
+@dataclass(frozen=True)
+class ExperienceFound:
+    """A search hit: the exact head revision of an approved Experience and its fields."""
+
+    artifact_ref: ArtifactRef
+    situation: str
+    action: str
+    outcome: str
+    lesson: str
 
 
 def searchable_text(proposal: Proposal) -> str:

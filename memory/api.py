@@ -68,7 +68,7 @@ class MemoryRememberView(ApiView):
             reason=data.get("reason"),
             expected_revision=data.get("expected_revision"),
         )
-        return self.respond(result.as_payload())
+        return self.render(MemoryWriteOutput, result)
 
 
 class MemorySearchView(ApiView):
@@ -97,13 +97,14 @@ class MemorySearchView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemorySearchInput)
-        return self.respond(
+        return self.render(
+            MemorySearchOutput,
             selectors.memory_search(
                 scope_id=data["scope_id"],
                 query=data["query"],
                 limit=data["limit"],
                 mode=data["mode"],
-            )
+            ),
         )
 
 
@@ -134,13 +135,14 @@ class MemoryEntriesListView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemoryEntriesListInput)
-        return self.respond(
+        return self.render(
+            MemoryEntriesListOutput,
             selectors.memory_entries_list(
                 scope_id=data["scope_id"],
                 include_inactive=data["include_inactive"],
                 limit=data["limit"],
                 cursor=data.get("cursor"),
-            )
+            ),
         )
 
 
@@ -171,10 +173,11 @@ class MemoryEntryGetView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemoryEntryGetInput)
-        return self.respond(
+        return self.render(
+            MemoryEntrySchema,
             selectors.memory_entry_get(
                 scope_id=data["scope_id"], citation=Citation.from_payload(data["citation"])
-            )
+            ),
         )
 
 
@@ -216,7 +219,7 @@ class MemoryEntryReviseView(ApiView):
             text=data["text"],
             reason=data.get("reason"),
         )
-        return self.respond(result.as_payload())
+        return self.render(MemoryWriteOutput, result)
 
 
 class MemoryEntryRetireView(ApiView):
@@ -254,7 +257,7 @@ class MemoryEntryRetireView(ApiView):
             citation=Citation.from_payload(data["citation"]),
             reason=data.get("reason"),
         )
-        return self.respond(result.as_payload())
+        return self.render(MemoryWriteOutput, result)
 
 
 class MemoryEntryReactivateView(ApiView):
@@ -291,7 +294,7 @@ class MemoryEntryReactivateView(ApiView):
             citation=Citation.from_payload(data["citation"]),
             reason=data.get("reason"),
         )
-        return self.respond(result.as_payload())
+        return self.render(MemoryWriteOutput, result)
 
 
 class MemoryChangesView(ApiView):
@@ -319,10 +322,11 @@ class MemoryChangesView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemoryChangesInput)
-        return self.respond(
+        return self.render(
+            MemoryChangesOutput,
             selectors.memory_changes(
                 scope_id=data["scope_id"],
                 since_revision=data["since_revision"],
                 limit=data["limit"],
-            )
+            ),
         )

@@ -15,7 +15,13 @@ from memory.values import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Citation,
-    citation_payload,
+    MemoryChange,
+    MemoryChanges,
+    MemoryEntry,
+    MemoryEntryPage,
+    MemoryFound,
+    MemoryRevision,
+    MemorySearchResult,
     memory_ref,
 )
 from powercontext import analyzer
@@ -30,6 +36,7 @@ from powercontext.exceptions import (
 )
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
+from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import RankedHit, search_backend
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
@@ -53,17 +60,17 @@ def memory_head(*, scope_id: str) -> int:
     return head_revision(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
 
 
-def entry_payload(revision: int, version: MemoryEntryVersion, state: str) -> dict[str, Any]:
-    """The API's MemoryEntry for ``version`` as seen in ``revision``."""
-    return {
-        "citation": citation_payload(revision, version.entry_id, version.entry_version_id),
-        "version": version.version,
-        "kind": version.kind,
-        "text": version.text,
-        "state": state,
-        "source_refs": json.loads(version.source_refs),
-        "artifact_refs": json.loads(version.artifact_refs),
-    }
+def entry_of(revision: int, version: MemoryEntryVersion, state: str) -> MemoryEntry:
+    """The MemoryEntry for ``version`` as seen in ``revision``."""
+    return MemoryEntry(
+        citation=Citation(revision, version.entry_id, version.entry_version_id),
+        version=version.version,
+        kind=version.kind,
+        text=version.text,
+        state=state,
+        source_refs=source_refs(json.loads(version.source_refs)),
+        artifact_refs=artifact_refs(json.loads(version.artifact_refs)),
+    )
 
 
 def _valid_at(revision: int) -> Q:
@@ -91,10 +98,10 @@ def resolve_citation(*, scope_id: str, citation: Citation) -> MemoryManifestRow:
     return row
 
 
-def memory_entry_get(*, scope_id: str, citation: Citation) -> dict[str, Any]:
+def memory_entry_get(*, scope_id: str, citation: Citation) -> MemoryEntry:
     """Exactly the cited version, with its state in the cited revision."""
     row = resolve_citation(scope_id=scope_id, citation=citation)
-    return entry_payload(citation.revision, row.entry_version, row.state)
+    return entry_of(citation.revision, row.entry_version, row.state)
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ class _ListCursor:
 
 def memory_entries_list(
     *, scope_id: str, include_inactive: bool = False, limit: int = 1000, cursor: str | None = None
-) -> dict[str, Any]:
+) -> MemoryEntryPage:
     """Entries of one revision (the head, or the revision a cursor was issued for),
     ordered by entry id, so paging never mixes revisions."""
     if cursor is not None:
@@ -139,7 +146,7 @@ def memory_entries_list(
     else:
         revision, after = memory_head(scope_id=scope_id), ""
     if revision == 0:
-        return {"memory": None, "entries": [], "next_cursor": None}
+        return MemoryEntryPage(memory=None, entries=[], next_cursor=None)
     rows = MemoryManifestRow.objects.select_related("entry_version").filter(
         _valid_at(revision), scope_id=scope_id, entry_id__gt=after
     )
@@ -156,11 +163,11 @@ def memory_entries_list(
             break
         page.append(row)
         page_bytes += size
-    return {
-        "memory": memory_ref(revision),
-        "entries": [entry_payload(revision, row.entry_version, row.state) for row in page],
-        "next_cursor": next_cursor,
-    }
+    return MemoryEntryPage(
+        memory=memory_ref(revision),
+        entries=[entry_of(revision, row.entry_version, row.state) for row in page],
+        next_cursor=next_cursor,
+    )
 
 
 def _entry_bytes(version: MemoryEntryVersion) -> int:
@@ -173,11 +180,11 @@ def _entry_bytes(version: MemoryEntryVersion) -> int:
     )
 
 
-def memory_changes(*, scope_id: str, since_revision: int, limit: int = 1000) -> dict[str, Any]:
+def memory_changes(*, scope_id: str, since_revision: int, limit: int = 1000) -> MemoryChanges:
     """Revisions after ``since_revision``, oldest first, each with its changes."""
     head = memory_head(scope_id=scope_id)
     if head == 0:
-        return {"memory": None, "revisions": [], "next_since": None}
+        return MemoryChanges(memory=None, revisions=[], next_since=None)
     revisions = list(
         ArtifactRevision.objects.filter(
             scope_id=scope_id,
@@ -191,24 +198,28 @@ def memory_changes(*, scope_id: str, since_revision: int, limit: int = 1000) -> 
     if len(revisions) > limit:
         revisions = revisions[:limit]
         next_since = revisions[-1].revision
-    return {
-        "memory": memory_ref(head),
-        "revisions": [
-            {"memory_ref": memory_ref(item.revision), **_wire_content(revision_content(item))}
+    return MemoryChanges(
+        memory=memory_ref(head),
+        revisions=[
+            MemoryRevision(memory_ref(item.revision), _changes(revision_content(item)))
             for item in revisions
         ],
-        "next_since": next_since,
-    }
+        next_since=next_since,
+    )
 
 
-def _wire_content(content: dict[str, Any]) -> dict[str, Any]:
+def _changes(content: dict[str, Any]) -> list[MemoryChange]:
     """A revision's stored change list with each op under its public name."""
-    return {
-        **content,
-        "changes": [
-            {**change, "op": CHANGE_OP_WIRE[change["op"]]} for change in content["changes"]
-        ],
-    }
+    return [
+        MemoryChange(
+            op=CHANGE_OP_WIRE[change["op"]],
+            entry_id=change["entry_id"],
+            from_entry_version_id=change.get("from_entry_version_id"),
+            to_entry_version_id=change.get("to_entry_version_id"),
+            reason=change.get("reason"),
+        )
+        for change in content["changes"]
+    ]
 
 
 @dataclass(frozen=True)
@@ -320,32 +331,32 @@ def _active_versions(
 
 def memory_search(
     *, scope_id: str, query: str, limit: int = 10, mode: str = "auto"
-) -> dict[str, Any]:
+) -> MemorySearchResult:
     """The search operation: normalised scores (best hit 1.0), ties by entry id."""
     if mode not in SEARCH_MODES:
         raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
         if head == 0:
-            return {"memory": None, "mode": None, "hits": []}
+            return MemorySearchResult(memory=None, mode=None, hits=[])
         terms = analyzer.query_terms(query)
         hits = memory_search_at(scope_id=scope_id, head=head, terms=terms, limit=limit, fill=True)
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0
-    return {
-        "memory": memory_ref(head),
-        "mode": "fts",
-        "hits": [
-            {
-                "citation": citation_payload(hit.revision, hit.entry_id, hit.entry_version_id),
-                "text": hit.text,
-                "score": hit.score / best if best > 0 else 0.0,
-                "matched_by": ["fts"],
-            }
+    return MemorySearchResult(
+        memory=memory_ref(head),
+        mode="fts",
+        hits=[
+            MemoryFound(
+                citation=Citation(hit.revision, hit.entry_id, hit.entry_version_id),
+                text=hit.text,
+                score=hit.score / best if best > 0 else 0.0,
+                matched_by=("fts",),
+            )
             for hit in hits
         ],
-    }
+    )
 
 
 # -- the review desk's reads (browsing only) --------------------------------------------

@@ -22,12 +22,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from memory.models import ManifestState, MemoryActiveEntry, MemoryEntryVersion, MemoryManifestRow
-from memory.selectors import entry_payload, resolve_citation
+from memory.selectors import entry_of, resolve_citation
 from memory.term_stats import term_stats_adjust
 from memory.values import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Citation,
+    WriteResult,
     kind_text_hash,
     memory_ref,
     normalize_kind,
@@ -48,17 +49,6 @@ from powercontext.exceptions import MemoryEntryInactive, PowerContextError, Revi
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
 # Enough for heavy contention on one scope; each retry starts from a fresh read.
 _MAX_ATTEMPTS = 50
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """``memory`` is the head after the call; ``entry`` is None for a no-op."""
-
-    memory: dict[str, Any]
-    entry: dict[str, Any] | None
-
-    def as_payload(self) -> dict[str, Any]:
-        return {"memory": self.memory, "entry": self.entry}
 
 
 @dataclass(frozen=True)
@@ -266,9 +256,7 @@ def _write_once(
         revision=revision,
         content={"changes": [record]},
     )
-    return WriteResult(
-        memory=memory_ref(revision), entry=entry_payload(revision, version, row.state)
-    )
+    return WriteResult(memory=memory_ref(revision), entry=entry_of(revision, version, row.state))
 
 
 def _apply(

@@ -5,6 +5,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from powercontext.refs import ArtifactRef, SourceRef
+
 MEMORY_FAMILY = "memory"
 MEMORY_ARTIFACT_ID = "memory"
 
@@ -22,6 +24,8 @@ CHANGE_OP_WIRE = {
 
 @dataclass(frozen=True)
 class Citation:
+    """An exact entry version in one Memory revision."""
+
     revision: int
     entry_id: str
     entry_version_id: str
@@ -39,17 +43,88 @@ class Citation:
             artifact_id=ref["artifact_id"],
         )
 
+    @property
+    def memory_ref(self) -> ArtifactRef:
+        return ArtifactRef(self.family, self.artifact_id, self.revision)
 
-def memory_ref(revision: int) -> dict[str, Any]:
-    return {"family": MEMORY_FAMILY, "artifact_id": MEMORY_ARTIFACT_ID, "revision": revision}
+
+def memory_ref(revision: int) -> ArtifactRef:
+    return ArtifactRef(MEMORY_FAMILY, MEMORY_ARTIFACT_ID, revision)
 
 
-def citation_payload(revision: int, entry_id: str, entry_version_id: str) -> dict[str, Any]:
-    return {
-        "memory_ref": memory_ref(revision),
-        "entry_id": entry_id,
-        "entry_version_id": entry_version_id,
-    }
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One entry version and its state (``active``, ``inactive``) in the cited revision."""
+
+    citation: Citation
+    version: int
+    kind: str
+    text: str
+    state: str
+    source_refs: tuple[SourceRef, ...]
+    artifact_refs: tuple[ArtifactRef, ...]
+
+
+@dataclass(frozen=True)
+class MemoryEntryPage:
+    """One page of entries at one revision (``memory`` is None for an empty scope)."""
+
+    memory: ArtifactRef | None
+    entries: list[MemoryEntry]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """One change of a revision, by its public op name (``CHANGE_OP_WIRE``)."""
+
+    op: str
+    entry_id: str
+    from_entry_version_id: str | None
+    to_entry_version_id: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class MemoryRevision:
+    memory_ref: ArtifactRef
+    changes: list[MemoryChange]
+
+
+@dataclass(frozen=True)
+class MemoryChanges:
+    """Revisions after a point, oldest first; ``next_since`` continues (None: caught up)."""
+
+    memory: ArtifactRef | None
+    revisions: list[MemoryRevision]
+    next_since: int | None
+
+
+@dataclass(frozen=True)
+class MemoryFound:
+    """One search hit: the cited version and its score relative to the best hit (1.0)."""
+
+    citation: Citation
+    text: str
+    score: float
+    matched_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemorySearchResult:
+    """The head searched (None for an empty scope), the mode used and the hits."""
+
+    memory: ArtifactRef | None
+    mode: str | None
+    hits: list[MemoryFound]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """``memory`` is the head after the call; ``entry`` is None for a no-op."""
+
+    memory: ArtifactRef
+    entry: MemoryEntry | None
 
 
 def normalize_text(text: str) -> str:

@@ -34,7 +34,7 @@ _DOCUMENT_URI = "urn:powercontext:openapi"
 UNDOCUMENTED_PREFIXES = ("/admin/", "/api/schema/", "/api/docs/", "/static/", "/metrics")
 UNDOCUMENTED_PATHS = frozenset({"/"})
 
-_UNKNOWN_PATH_STATUSES = frozenset({403, 404})
+_UNKNOWN_PATH_STATUSES = frozenset({404})
 _UNKNOWN_METHOD_STATUSES = frozenset({401, 403, 405})
 
 EXEMPT_MARKER = "openapi_unchecked"
@@ -51,6 +51,9 @@ class Exchange:
     status: int
     content_type: str
     body: bytes
+    # The request's Host or Origin is foreign (``powercontext.origin_policy``): every route
+    # answers such a request 403 before any view runs, which the operations do not list.
+    foreign: bool = False
 
 
 @cache
@@ -87,13 +90,16 @@ def is_documented_elsewhere(path: str) -> bool:
 def check(exchange: Exchange) -> None:
     """ContractViolation unless the document allows this response."""
     where = f"{exchange.method} {exchange.path} -> {exchange.status}"
+    if exchange.foreign and exchange.status == 403:
+        _check_body(where, exchange, _error_schema())
+        return
     operation = _document()["paths"].get(exchange.path, {}).get(exchange.method.lower())
     if operation is None:
         if is_documented_elsewhere(exchange.path):
             return
-        # The document cannot list what does not exist: an unknown path answers 404 (or
-        # the 403 of a foreign Host), another method on a known path 405 (or the 401 or
-        # 403 that come first), all in the error shape; anything else is undocumented.
+        # The document cannot list what does not exist: an unknown path answers 404,
+        # another method on a known path 405 (or the 401 or 403 that come first), all in
+        # the error shape; anything else is undocumented.
         known = exchange.path in _document()["paths"]
         if exchange.status in (_UNKNOWN_METHOD_STATUSES if known else _UNKNOWN_PATH_STATUSES):
             _check_body(where, exchange, _error_schema())
@@ -152,12 +158,20 @@ def _pointer(schema: dict[str, Any]) -> str:
 def _exchange(request: dict[str, Any], response: Any) -> Exchange | None:
     if getattr(response, "streaming", False):
         return None
+    from django.conf import settings
+
+    from powercontext import origin_policy
+
+    refused = origin_policy.refusal(
+        request.get("HTTP_HOST"), request.get("HTTP_ORIGIN"), settings.POWERCONTEXT_ALLOWED_HOSTS
+    )
     return Exchange(
         method=request.get("REQUEST_METHOD", "GET"),
         path=request.get("PATH_INFO", "/"),
         status=response.status_code,
         content_type=response.get("Content-Type", ""),
         body=response.content,
+        foreign=refused is not None,
     )
 
 

@@ -11,6 +11,8 @@ mints), so an example that stops being true fails the suite.
 
 from drf_spectacular.utils import OpenApiExample
 
+from powercontext.refs import ArtifactRef
+
 SCOPE = "git:example.com/acme/widgets"
 SOURCE_ID = "prompt-42"
 # Ids as the server mints them (a prefix and 32 hex digits of a UUID4).
@@ -44,11 +46,11 @@ def error(name: str, code: str, message: str, details=None, description="") -> O
 
 
 def memory_ref(revision: int) -> dict:
-    return {"family": "memory", "artifact_id": "memory", "revision": revision}
+    return ArtifactRef("memory", "memory", revision).as_payload()
 
 
 def experience_ref(revision: int = 1) -> dict:
-    return {"family": "experience", "artifact_id": EXPERIENCE_ID, "revision": revision}
+    return ArtifactRef("experience", EXPERIENCE_ID, revision).as_payload()
 
 
 def citation(revision: int, entry_version_id: str) -> dict:

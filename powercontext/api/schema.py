@@ -69,8 +69,7 @@ class ErrorResponseSchema(serializers.Serializer):
 
 _ERROR_DESCRIPTIONS = {
     401: "unauthorized: a valid bearer token is required",
-    403: "permission_denied: a person's token on an agent's write, or a request whose Host "
-    "or Origin is not this machine's (powercontext.origin_policy)",
+    403: "permission_denied",
     404: "not found (artifact_not_found, memory_not_found, candidate_not_found)",
     409: "conflict (revision_conflict, source_conflict, memory_entry_inactive, "
     "candidate_conflict, candidate_terminal)",
@@ -97,19 +96,13 @@ def responses(
     example everywhere)."""
     examples = {401: [UNAUTHORIZED], **(examples or {})}
     result = dict(ok)
-    for status in sorted({401, 403, 413, 415, 422, 500, 507, *errors}):
+    for status in sorted({401, 413, 415, 422, 500, 507, *errors}):
         result[status] = OpenApiResponse(
             ErrorResponseSchema,
             description=_ERROR_DESCRIPTIONS[status],
             examples=examples.get(status, []),
         )
     return result
-
-
-def foreign_request_refused() -> OpenApiResponse:
-    """The 403 every route answers to a foreign Host or Origin, the unauthenticated health
-    checks included (``powercontext.origin_policy``)."""
-    return OpenApiResponse(ErrorResponseSchema, description=_ERROR_DESCRIPTIONS[403])
 
 
 class CachedSchemaView(SpectacularAPIView):

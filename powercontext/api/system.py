@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from powercontext.api import openapi_examples as examples
 from powercontext.api.fields import StrictCharField, StrictSerializer, scope_id_field
-from powercontext.api.schema import foreign_request_refused, responses, success
+from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 from powercontext.artifacts import canonical_json
 from powercontext.capabilities import capabilities
@@ -44,10 +44,7 @@ class HealthLiveView(_PublicView):
     @extend_schema(
         operation_id="health_live",
         tags=["health"],
-        responses={
-            200: success(HealthOutput, "The process answers.", examples.HEALTH_LIVE),
-            403: foreign_request_refused(),
-        },
+        responses={200: success(HealthOutput, "The process answers.", examples.HEALTH_LIVE)},
         description="Liveness for a supervisor: 200 as long as the process serves HTTP, "
         "whatever the database. No token. Restart the process if this fails.",
     )
@@ -61,7 +58,6 @@ class HealthReadyView(_PublicView):
         tags=["health"],
         responses={
             200: success(HealthOutput, "Every check passed.", examples.HEALTH_READY),
-            403: foreign_request_refused(),
             503: success(HealthOutput, "A check failed: see `checks`.", examples.HEALTH_NOT_READY),
         },
         description="Readiness for a load balancer: 200 `ready` when the database "

@@ -1,6 +1,7 @@
 """Behaviour of the pure Context Pack builder (RFC 0028 "Builder behavior", DESIGN.md §6)."""
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -643,19 +644,31 @@ def test_prepared_context_refuses_inconsistent_values(kwargs: dict[str, object])
 # --- purity -----------------------------------------------------------------------------
 
 
-def test_builder_imports_only_the_standard_library() -> None:
-    tree = ast.parse(Path(builder_module.__file__).read_text(encoding="utf-8"))
+# The kernel's pure reference module, the one import of the builder from this project.
+PURE_KERNEL_MODULES = {"powercontext.refs"}
+
+
+def _imported_modules(path: str) -> set[str]:
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            modules.update(alias.name.split(".")[0] for alias in node.names)
+            modules.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, "relative imports would reach into the Django app"
             assert node.module is not None
-            modules.add(node.module.split(".")[0])
+            modules.add(node.module)
+    return modules
+
+
+@pytest.mark.parametrize(
+    "module", [builder_module, *map(importlib.import_module, PURE_KERNEL_MODULES)]
+)
+def test_builder_imports_only_the_standard_library(module) -> None:
+    modules = _imported_modules(module.__file__) - PURE_KERNEL_MODULES
 
     assert modules
-    assert modules <= sys.stdlib_module_names | {"__future__"}
+    assert {name.split(".")[0] for name in modules} <= sys.stdlib_module_names | {"__future__"}
 
 
 def test_importing_builder_does_not_import_django() -> None:

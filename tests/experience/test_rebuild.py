@@ -30,7 +30,7 @@ def _approve(scope_id, lesson, reviewer):
     )
     return services.candidate_approve(
         scope_id=scope_id,
-        candidate_id=candidate["candidate_id"],
+        candidate_id=candidate.candidate_id,
         expected_version=1,
         reviewer=reviewer,
     )

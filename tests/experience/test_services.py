@@ -81,20 +81,20 @@ def test_a_failure_in_the_middle_of_approval_writes_nothing(monkeypatch, reviewe
     with pytest.raises(Boom):
         services.candidate_approve(
             scope_id=SCOPE,
-            candidate_id=candidate["candidate_id"],
+            candidate_id=candidate.candidate_id,
             expected_version=1,
             reviewer=reviewer,
         )
-    _nothing_written(candidate["candidate_id"])
+    _nothing_written(candidate.candidate_id)
     monkeypatch.undo()
     # And the candidate can still be approved afterwards.
     approved = services.candidate_approve(
         scope_id=SCOPE,
-        candidate_id=candidate["candidate_id"],
+        candidate_id=candidate.candidate_id,
         expected_version=1,
         reviewer=reviewer,
     )
-    assert approved["result_artifact"]["revision"] == 1
+    assert approved.result_artifact.revision == 1
     assert integrity_problems() == []
 
 
@@ -107,16 +107,16 @@ def test_a_failure_after_approval_returns_500_and_writes_nothing(monkeypatch, re
     monkeypatch.setattr("experience.services._move_candidate", fail)
     response = reviewer_api.post(
         "/v1/artifact-candidates/approve",
-        {"scope_id": SCOPE, "candidate_id": candidate["candidate_id"], "expected_version": 1},
+        {"scope_id": SCOPE, "candidate_id": candidate.candidate_id, "expected_version": 1},
     )
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "internal_error"
-    _nothing_written(candidate["candidate_id"])
+    _nothing_written(candidate.candidate_id)
 
 
 def test_second_approval_is_terminal_and_one_revision_exists(reviewer):
     candidate = _propose()
-    args = {"scope_id": SCOPE, "candidate_id": candidate["candidate_id"], "expected_version": 1}
+    args = {"scope_id": SCOPE, "candidate_id": candidate.candidate_id, "expected_version": 1}
     services.candidate_approve(**args, reviewer=reviewer)
     with pytest.raises(CandidateTerminal):
         services.candidate_approve(**args, reviewer=reviewer)
@@ -129,12 +129,12 @@ def test_revise_keeps_history_immutable(reviewer):
     candidate = _propose("First wording.")
     services.candidate_revise(
         scope_id=SCOPE,
-        candidate_id=candidate["candidate_id"],
+        candidate_id=candidate.candidate_id,
         expected_version=1,
         proposal=Proposal(**proposal("Second wording.")),
         reviewer=reviewer,
     )
-    versions = CandidateVersion.objects.filter(candidate_id=candidate["candidate_id"])
+    versions = CandidateVersion.objects.filter(candidate_id=candidate.candidate_id)
     assert [(v.version, v.lesson, v.created_by) for v in versions] == [
         (1, "First wording.", "agent"),
         (2, "Second wording.", "reviewer:rita"),
@@ -142,7 +142,7 @@ def test_revise_keeps_history_immutable(reviewer):
     with pytest.raises(CandidateConflict):
         services.candidate_approve(
             scope_id=SCOPE,
-            candidate_id=candidate["candidate_id"],
+            candidate_id=candidate.candidate_id,
             expected_version=1,
             reviewer=reviewer,
         )
@@ -155,7 +155,7 @@ def test_deciding_needs_the_review_permission(reviewer):
         with pytest.raises(PermissionDenied):
             services.candidate_approve(
                 scope_id=SCOPE,
-                candidate_id=candidate["candidate_id"],
+                candidate_id=candidate.candidate_id,
                 expected_version=1,
                 reviewer=user,
             )
@@ -164,7 +164,7 @@ def test_deciding_needs_the_review_permission(reviewer):
     with pytest.raises(PermissionDenied):
         services.candidate_reject(
             scope_id=SCOPE,
-            candidate_id=candidate["candidate_id"],
+            candidate_id=candidate.candidate_id,
             expected_version=1,
             reason="no",
             reviewer=get_user_model().objects.get(pk=reviewer.pk),
@@ -183,7 +183,7 @@ def test_services_validate_what_the_admin_sends(reviewer):
     with pytest.raises(InvalidRequest):
         services.candidate_reject(
             scope_id=SCOPE,
-            candidate_id=candidate["candidate_id"],
+            candidate_id=candidate.candidate_id,
             expected_version=1,
             reason=" ",
             reviewer=reviewer,

@@ -315,7 +315,7 @@ def test_experience_tools_over_http(live_url):
         expected_version=1,
         reviewer=reviewer,
     )
-    artifact = approved["result_artifact"]
+    artifact = approved.result_artifact.as_payload()
 
     async def fetch():
         async with http_client(live_url) as mcp:

@@ -56,11 +56,11 @@ def test_manifest_of_every_revision_is_exact(ops):
         if result.entry is None:
             continue
         entry = result.entry
-        entry_id = entry["citation"]["entry_id"]
+        entry_id = entry.citation.entry_id
         if entry_id not in current:
             entries.append(entry_id)
-        current[entry_id] = (entry["citation"]["entry_version_id"], entry["state"])
-        head = result.memory["revision"]
+        current[entry_id] = (entry.citation.entry_version_id, entry.state)
+        head = result.memory.revision
         assert head == len(snapshots) + 1, "revisions are contiguous"
         snapshots[head] = dict(current)
 
@@ -77,8 +77,7 @@ def test_manifest_of_every_revision_is_exact(ops):
     if snapshots:
         listed = memory_entries_list(scope_id=scope, include_inactive=True)
         assert {
-            e["citation"]["entry_id"]: (e["citation"]["entry_version_id"], e["state"])
-            for e in listed["entries"]
+            e.citation.entry_id: (e.citation.entry_version_id, e.state) for e in listed.entries
         } == snapshots[head]
 
 
@@ -106,6 +105,6 @@ def test_revise_touches_only_the_changed_entry():
         services.memory_remember(scope_id=scope, kind="k", text=f"filler {index}")
     result = services.memory_remember(scope_id=scope, kind="k", text="target")
     before = MemoryManifestRow.objects.filter(scope_id=scope).count()
-    citation = Citation.from_payload(result.entry["citation"])
+    citation = result.entry.citation
     services.memory_entry_revise(scope_id=scope, citation=citation, kind="k", text="target v2")
     assert MemoryManifestRow.objects.filter(scope_id=scope).count() == before + 1

@@ -178,10 +178,10 @@ def _approve(scope_id, lesson, reviewer):
     )
     return experience_services.candidate_approve(
         scope_id=scope_id,
-        candidate_id=candidate["candidate_id"],
+        candidate_id=candidate.candidate_id,
         expected_version=1,
         reviewer=reviewer,
-    )["result_artifact"]
+    ).result_artifact.as_payload()
 
 
 def _forge_lesson(artifact):

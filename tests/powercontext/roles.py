@@ -11,6 +11,8 @@ from experience import services as experience_services
 from experience.models import Candidate, CandidateVersion
 from experience.values import Proposal
 from memory import services as memory_services
+from memory.serializers import MemoryCitationSchema
+from powercontext.api.rendering import render
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.sources import source_capture
 
@@ -60,14 +62,14 @@ def world() -> dict:
 
     approved = experience_services.candidate_approve(
         scope_id=SCOPE,
-        candidate_id=propose("An approved lesson.")["candidate_id"],
+        candidate_id=propose("An approved lesson.").candidate_id,
         expected_version=1,
         reviewer=decider,
     )
     return {
-        "citation": entry["citation"],
-        "experience": approved["result_artifact"],
-        "candidate_id": propose("A pending lesson.")["candidate_id"],
+        "citation": render(MemoryCitationSchema, entry.citation),
+        "experience": approved.result_artifact.as_payload(),
+        "candidate_id": propose("A pending lesson.").candidate_id,
     }
 
 

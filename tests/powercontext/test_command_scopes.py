@@ -45,7 +45,7 @@ def lessons(db):
         )
         services.candidate_approve(
             scope_id=scope_id,
-            candidate_id=candidate["candidate_id"],
+            candidate_id=candidate.candidate_id,
             expected_version=1,
             reviewer=reviewer,
         )

@@ -87,6 +87,14 @@ def test_unknown_paths_and_methods_answer_only_their_errors():
         check(exchange("/v1/memory/search", 200, {}, method="PUT"))
 
 
+def test_a_foreign_host_may_be_refused_on_any_route_and_only_then():
+    refused = {"error": {"code": "permission_denied", "message": "m", "details": None}}
+    for path in ("/v1/capabilities", "/health/live", "/no/such/route"):
+        check(Exchange("GET", path, 403, "application/json", json.dumps(refused).encode(), True))
+    with pytest.raises(ContractViolation, match="status 403 is not documented"):
+        check(exchange("/health/live", 403, refused))
+
+
 def test_the_pages_for_people_are_exempt_by_the_explicit_list():
     for path in ("/", "/admin/login/", "/metrics", "/api/schema/", "/static/x.css"):
         check(Exchange("GET", path, 200, "text/html", b"<html>"))
