@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema
 
 from contextpack import openapi_examples as examples
+from contextpack import rendering
 from contextpack.application import prepare_context
 from contextpack.serializers import PrepareContextInput, PreparedContextOutput
 from powercontext.api.schema import responses, success
@@ -37,4 +38,4 @@ class PrepareContextView(ApiView):
         prepared = prepare_context(
             scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
         )
-        return self.render(PreparedContextOutput, prepared)
+        return self.respond(rendering.prepared_context(prepared))

@@ -10,7 +10,7 @@ validated, so anyone else gets 403 ``permission_denied`` whatever they send.
 from drf_spectacular.utils import extend_schema
 
 from experience import openapi_examples as examples
-from experience import selectors, services
+from experience import rendering, selectors, services
 from experience.serializers import (
     ArtifactCandidateSchema,
     CandidateApproveInput,
@@ -82,7 +82,7 @@ class ExperienceProposeView(ApiView):
             target=None if target is None else ArtifactRef.from_payload(target),
             reason=data.get("reason"),
         )
-        return self.render(ArtifactCandidateSchema, candidate, status=201)
+        return self.respond(rendering.candidate(candidate), status=201)
 
 
 class ExperienceGetView(ApiView):
@@ -112,15 +112,13 @@ class ExperienceGetView(ApiView):
     def post(self, request):
         data = self.validated(ExperienceGetInput)
         artifact = data["artifact"]
-        return self.render(
-            ExperienceGetOutput,
-            selectors.experience_get(
-                scope_id=data["scope_id"],
-                family=artifact["family"],
-                artifact_id=artifact["artifact_id"],
-                revision=artifact["revision"],
-            ),
+        found = selectors.experience_get(
+            scope_id=data["scope_id"],
+            family=artifact["family"],
+            artifact_id=artifact["artifact_id"],
+            revision=artifact["revision"],
         )
+        return self.respond(rendering.approved_experience(found))
 
 
 class CandidateListView(ApiView):
@@ -149,16 +147,14 @@ class CandidateListView(ApiView):
     )
     def post(self, request):
         data = self.validated(CandidateListInput)
-        return self.render(
-            CandidateListOutput,
-            selectors.candidate_list(
-                scope_id=data["scope_id"],
-                status=data["status"],
-                family=data.get("family"),
-                cursor=data.get("cursor"),
-                limit=data["limit"],
-            ),
+        found = selectors.candidate_list(
+            scope_id=data["scope_id"],
+            status=data["status"],
+            family=data.get("family"),
+            cursor=data.get("cursor"),
+            limit=data["limit"],
         )
+        return self.respond(rendering.candidate_page(found))
 
 
 class CandidateGetView(ApiView):
@@ -188,14 +184,12 @@ class CandidateGetView(ApiView):
     )
     def post(self, request):
         data = self.validated(CandidateGetInput)
-        return self.render(
-            ArtifactCandidateSchema,
-            selectors.candidate_get(
-                scope_id=data["scope_id"],
-                candidate_id=data["candidate_id"],
-                expected_version=data.get("expected_version"),
-            ),
+        found = selectors.candidate_get(
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data.get("expected_version"),
         )
+        return self.respond(rendering.candidate(found))
 
 
 class CandidateApproveView(ReviewerView):
@@ -230,15 +224,13 @@ class CandidateApproveView(ReviewerView):
     )
     def post(self, request):
         data = self.validated(CandidateApproveInput)
-        return self.render(
-            ArtifactCandidateSchema,
-            services.candidate_approve(
-                scope_id=data["scope_id"],
-                candidate_id=data["candidate_id"],
-                expected_version=data["expected_version"],
-                reviewer=self.reviewer,
-            ),
+        found = services.candidate_approve(
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data["expected_version"],
+            reviewer=self.reviewer,
         )
+        return self.respond(rendering.candidate(found))
 
 
 class CandidateRejectView(ReviewerView):
@@ -270,16 +262,14 @@ class CandidateRejectView(ReviewerView):
     )
     def post(self, request):
         data = self.validated(CandidateRejectInput)
-        return self.render(
-            ArtifactCandidateSchema,
-            services.candidate_reject(
-                scope_id=data["scope_id"],
-                candidate_id=data["candidate_id"],
-                expected_version=data["expected_version"],
-                reason=data["reason"],
-                reviewer=self.reviewer,
-            ),
+        found = services.candidate_reject(
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data["expected_version"],
+            reason=data["reason"],
+            reviewer=self.reviewer,
         )
+        return self.respond(rendering.candidate(found))
 
 
 class CandidateReviseView(ReviewerView):
@@ -313,16 +303,14 @@ class CandidateReviseView(ReviewerView):
     )
     def post(self, request):
         data = self.validated(CandidateReviseInput)
-        return self.render(
-            ArtifactCandidateSchema,
-            services.candidate_revise(
-                scope_id=data["scope_id"],
-                candidate_id=data["candidate_id"],
-                expected_version=data["expected_version"],
-                proposal=Proposal.from_payload(data["proposal"]),
-                source_refs=data.get("source_refs"),
-                artifact_refs=data.get("artifact_refs"),
-                reason=data.get("reason"),
-                reviewer=self.reviewer,
-            ),
+        found = services.candidate_revise(
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data["expected_version"],
+            proposal=Proposal.from_payload(data["proposal"]),
+            source_refs=data.get("source_refs"),
+            artifact_refs=data.get("artifact_refs"),
+            reason=data.get("reason"),
+            reviewer=self.reviewer,
         )
+        return self.respond(rendering.candidate(found))

@@ -4,7 +4,7 @@ service or selector, and renders."""
 from drf_spectacular.utils import extend_schema
 
 from memory import openapi_examples as examples
-from memory import selectors, services
+from memory import rendering, selectors, services
 from memory.serializers import (
     MemoryChangesInput,
     MemoryChangesOutput,
@@ -68,7 +68,7 @@ class MemoryRememberView(ApiView):
             reason=data.get("reason"),
             expected_revision=data.get("expected_revision"),
         )
-        return self.render(MemoryWriteOutput, result)
+        return self.respond(rendering.write_result(result))
 
 
 class MemorySearchView(ApiView):
@@ -97,15 +97,13 @@ class MemorySearchView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemorySearchInput)
-        return self.render(
-            MemorySearchOutput,
-            selectors.memory_search(
-                scope_id=data["scope_id"],
-                query=data["query"],
-                limit=data["limit"],
-                mode=data["mode"],
-            ),
+        found = selectors.memory_search(
+            scope_id=data["scope_id"],
+            query=data["query"],
+            limit=data["limit"],
+            mode=data["mode"],
         )
+        return self.respond(rendering.search_result(found))
 
 
 class MemoryEntriesListView(ApiView):
@@ -135,15 +133,13 @@ class MemoryEntriesListView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemoryEntriesListInput)
-        return self.render(
-            MemoryEntriesListOutput,
-            selectors.memory_entries_list(
-                scope_id=data["scope_id"],
-                include_inactive=data["include_inactive"],
-                limit=data["limit"],
-                cursor=data.get("cursor"),
-            ),
+        found = selectors.memory_entries_list(
+            scope_id=data["scope_id"],
+            include_inactive=data["include_inactive"],
+            limit=data["limit"],
+            cursor=data.get("cursor"),
         )
+        return self.respond(rendering.entry_page(found))
 
 
 class MemoryEntryGetView(ApiView):
@@ -173,12 +169,10 @@ class MemoryEntryGetView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemoryEntryGetInput)
-        return self.render(
-            MemoryEntrySchema,
-            selectors.memory_entry_get(
-                scope_id=data["scope_id"], citation=Citation.from_payload(data["citation"])
-            ),
+        found = selectors.memory_entry_get(
+            scope_id=data["scope_id"], citation=Citation.from_payload(data["citation"])
         )
+        return self.respond(rendering.entry(found))
 
 
 class MemoryEntryReviseView(ApiView):
@@ -219,7 +213,7 @@ class MemoryEntryReviseView(ApiView):
             text=data["text"],
             reason=data.get("reason"),
         )
-        return self.render(MemoryWriteOutput, result)
+        return self.respond(rendering.write_result(result))
 
 
 class MemoryEntryRetireView(ApiView):
@@ -257,7 +251,7 @@ class MemoryEntryRetireView(ApiView):
             citation=Citation.from_payload(data["citation"]),
             reason=data.get("reason"),
         )
-        return self.render(MemoryWriteOutput, result)
+        return self.respond(rendering.write_result(result))
 
 
 class MemoryEntryReactivateView(ApiView):
@@ -294,7 +288,7 @@ class MemoryEntryReactivateView(ApiView):
             citation=Citation.from_payload(data["citation"]),
             reason=data.get("reason"),
         )
-        return self.render(MemoryWriteOutput, result)
+        return self.respond(rendering.write_result(result))
 
 
 class MemoryChangesView(ApiView):
@@ -322,11 +316,9 @@ class MemoryChangesView(ApiView):
     )
     def post(self, request):
         data = self.validated(MemoryChangesInput)
-        return self.render(
-            MemoryChangesOutput,
-            selectors.memory_changes(
-                scope_id=data["scope_id"],
-                since_revision=data["since_revision"],
-                limit=data["limit"],
-            ),
+        found = selectors.memory_changes(
+            scope_id=data["scope_id"],
+            since_revision=data["since_revision"],
+            limit=data["limit"],
         )
+        return self.respond(rendering.changes(found))

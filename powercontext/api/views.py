@@ -2,12 +2,10 @@
 
 from typing import Any
 
-from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from powercontext.api.auth import BearerAuthentication, IsCaller
-from powercontext.api.rendering import render
 
 
 class ApiView(APIView):
@@ -28,8 +26,3 @@ class ApiView(APIView):
     @staticmethod
     def respond(payload: Any, status: int = 200) -> Response:
         return Response(payload, status=status)
-
-    @staticmethod
-    def render(output: type[serializers.Serializer], value: Any, status: int = 200) -> Response:
-        """``value`` rendered by its operation's output serializer."""
-        return Response(render(output, value), status=status)

@@ -10,9 +10,8 @@ from django.contrib.auth import get_user_model
 from experience import services as experience_services
 from experience.models import Candidate, CandidateVersion
 from experience.values import Proposal
+from memory import rendering as memory_rendering
 from memory import services as memory_services
-from memory.serializers import MemoryCitationSchema
-from powercontext.api.rendering import render
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.sources import source_capture
 
@@ -67,7 +66,7 @@ def world() -> dict:
         reviewer=decider,
     )
     return {
-        "citation": render(MemoryCitationSchema, entry.citation),
+        "citation": memory_rendering.citation(entry.citation),
         "experience": approved.result_artifact.as_payload(),
         "candidate_id": propose("A pending lesson.").candidate_id,
     }

@@ -29,33 +29,25 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from rest_framework.exceptions import NotAuthenticated
 
+from experience import rendering as experience_rendering
 from experience import selectors as experience_selectors
 from experience import services as experience_services
-from experience.serializers import (
-    ArtifactCandidateSchema,
-    ExperienceGetInput,
-    ExperienceGetOutput,
-    ExperienceProposeInput,
-)
+from experience.serializers import ExperienceGetInput, ExperienceProposeInput
 from experience.values import Proposal
+from memory import rendering as memory_rendering
 from memory import selectors as memory_selectors
 from memory import services as memory_services
 from memory.serializers import (
     MemoryEntriesListInput,
-    MemoryEntriesListOutput,
     MemoryEntryGetInput,
     MemoryEntryReviseInput,
-    MemoryEntrySchema,
     MemoryEntryStateInput,
     MemoryRememberInput,
     MemorySearchInput,
-    MemorySearchOutput,
-    MemoryWriteOutput,
 )
 from memory.values import Citation as MemoryCitation
 from powercontext.api.auth import AGENT, Caller, caller_for, permit
 from powercontext.api.errors import error_body_for
-from powercontext.api.rendering import render
 from powercontext.refs import ArtifactRef
 from powercontext.server.mcp import schemas as s
 
@@ -153,18 +145,18 @@ def run(
     ctx: Context,
     passed: dict[str, Any],
     serializer: type,
-    output: type,
+    render: Callable[[Any], dict[str, Any]],
     call: Callable[[dict], Any],
 ) -> CallToolResult:
     """Check the caller's role for ``operation`` (``OPERATION_ROLES``, as over HTTP),
-    validate with the HTTP operation's input serializer, call its service, render with its
-    output serializer; on a worker thread, whose database connections are closed
+    validate with the HTTP operation's serializer, call its service, ``render`` its result
+    as the HTTP operation does; on a worker thread, whose database connections are closed
     afterwards."""
     try:
         permit(caller(ctx), operation)
         validator = serializer(data=_arguments(ctx, passed))
         validator.is_valid(raise_exception=True)
-        return result(render(output, call(validator.validated_data)))
+        return result(render(call(validator.validated_data)))
     except Exception as exc:  # every failure becomes the API's error body, never a trace
         return error_result(error_body_for(exc)[1])
     finally:
@@ -193,7 +185,7 @@ def search_memory(
         ctx,
         {"scope_id": scope_id, "query": query, "limit": limit, "mode": mode},
         MemorySearchInput,
-        MemorySearchOutput,
+        memory_rendering.search_result,
         lambda data: memory_selectors.memory_search(
             scope_id=data["scope_id"], query=data["query"], limit=data["limit"], mode=data["mode"]
         ),
@@ -219,7 +211,7 @@ def list_memory_entries(
             "cursor": cursor,
         },
         MemoryEntriesListInput,
-        MemoryEntriesListOutput,
+        memory_rendering.entry_page,
         lambda data: memory_selectors.memory_entries_list(
             scope_id=data["scope_id"],
             include_inactive=data["include_inactive"],
@@ -239,7 +231,7 @@ def get_memory_entry(
         ctx,
         {"scope_id": scope_id, "citation": citation},
         MemoryEntryGetInput,
-        MemoryEntrySchema,
+        memory_rendering.entry,
         lambda data: memory_selectors.memory_entry_get(
             scope_id=data["scope_id"], citation=MemoryCitation.from_payload(data["citation"])
         ),
@@ -267,7 +259,7 @@ def remember_memory(
             "expected_revision": expected_revision,
         },
         MemoryRememberInput,
-        MemoryWriteOutput,
+        memory_rendering.write_result,
         lambda data: memory_services.memory_remember(
             scope_id=data["scope_id"],
             kind=data["kind"],
@@ -293,7 +285,7 @@ def revise_memory_entry(
         ctx,
         {"scope_id": scope_id, "citation": citation, "kind": kind, "text": text, "reason": reason},
         MemoryEntryReviseInput,
-        MemoryWriteOutput,
+        memory_rendering.write_result,
         lambda data: memory_services.memory_entry_revise(
             scope_id=data["scope_id"],
             citation=MemoryCitation.from_payload(data["citation"]),
@@ -317,7 +309,7 @@ def retire_memory_entry(
         ctx,
         {"scope_id": scope_id, "citation": citation, "reason": reason},
         MemoryEntryStateInput,
-        MemoryWriteOutput,
+        memory_rendering.write_result,
         lambda data: memory_services.memory_entry_retire(
             scope_id=data["scope_id"],
             citation=MemoryCitation.from_payload(data["citation"]),
@@ -336,7 +328,7 @@ def get_experience(
         ctx,
         {"scope_id": scope_id, "artifact": artifact},
         ExperienceGetInput,
-        ExperienceGetOutput,
+        experience_rendering.approved_experience,
         lambda data: experience_selectors.experience_get(
             scope_id=data["scope_id"],
             family=data["artifact"]["family"],
@@ -372,7 +364,7 @@ def propose_experience(
             "reason": reason,
         },
         ExperienceProposeInput,
-        ArtifactCandidateSchema,
+        experience_rendering.candidate,
         lambda data: experience_services.experience_propose(
             scope_id=data["scope_id"],
             proposal=Proposal.from_payload(data["proposal"]),
