@@ -98,7 +98,7 @@ def seed_worker(entries: int, seed: int, out: Path) -> int:
         result = memory_remember(scope_id=SCOPE, kind=kind, text=text)
         if result.entry is None:
             raise RuntimeError(f"corpus text {index} was a no-op: the scope was not fresh")
-        ids[result.entry["citation"]["entry_id"]] = index
+        ids[result.entry.citation.entry_id] = index
         if index and index % 2000 == 0:
             print(f"#   {index:,} ({time.perf_counter() - started:.0f} s)", flush=True)
     seconds = time.perf_counter() - started

@@ -162,11 +162,12 @@ class Bench:
     def _search(self, api: Client) -> bool:
         from django.conf import settings
 
-        from memory.term_stats import term_frequencies
+        from memory.models import MemoryTermStat
         from powercontext import analyzer
         from powercontext.search.policy import CANDIDATE_POOL, plan_search
         from powercontext.search.ranking import rank
         from powercontext.search.sqlite import match_expression
+        from powercontext.term_counts import TermCounts
 
         queries = load_queries(self.args.queries)
         raw = sqlite3.connect(settings.DATABASES["default"]["NAME"])
@@ -175,7 +176,9 @@ class Bench:
             terms = analyzer.query_terms(query)
             # Term weights as memory.selectors takes them; the candidate statements and
             # the scoring of their rows are timed raw.
-            frequencies, documents = term_frequencies(scope_id=SCOPE, terms=terms)
+            frequencies, documents = TermCounts(MemoryTermStat).frequencies(
+                scope_id=SCOPE, terms=terms
+            )
             plans.append((query, plan_search(terms, frequencies, documents)))
         candidates_sql = RAW_MATCH_SQL.replace(" AS rank ", " AS rank, e.searchable_text ")
         pool = max(SEARCH_LIMIT, CANDIDATE_POOL)

@@ -89,17 +89,18 @@ def prompt_history_size() -> int:
 def plans(prompts: list[str]) -> list[tuple[str, str | None]]:
     """Each prompt with the MATCH expression prepare runs for it (None: no term selected):
     the same terms as ``contextpack.application`` selects, recurring prompt terms left out."""
-    from memory.term_stats import term_frequencies
+    from contextpack.prompt_history import recent_prompt_terms
+    from memory.models import MemoryTermStat
     from powercontext import analyzer
-    from powercontext.prompt_history import recent_prompt_terms
     from powercontext.search.policy import recurring_terms, select_terms
     from powercontext.search.sqlite import match_expression
+    from powercontext.term_counts import TermCounts
 
     result = []
     for prompt in prompts:
         terms = analyzer.query_terms(prompt)
         recurring = recurring_terms(terms, recent_prompt_terms(scope_id=SCOPE, query=prompt))
-        frequencies, documents = term_frequencies(scope_id=SCOPE, terms=terms)
+        frequencies, documents = TermCounts(MemoryTermStat).frequencies(scope_id=SCOPE, terms=terms)
         selected = select_terms(terms, frequencies, documents, recurring)
         result.append((prompt, match_expression(SCOPE, selected) if selected else None))
     return result

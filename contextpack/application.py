@@ -32,17 +32,18 @@ from contextpack.explanation import (
     PackExplanation,
     TermExplanation,
 )
-from experience import term_stats as experience_term_stats
+from contextpack.prompt_history import recent_prompt_terms
+from experience.models import ExperienceTermStat
 from experience.selectors import experience_search_at
-from memory import term_stats as memory_term_stats
+from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at
 from memory.values import memory_ref
 from powercontext import analyzer, metrics
-from powercontext.prompt_history import recent_prompt_terms
 from powercontext.refs import ArtifactRef
 from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
 from powercontext.search.ranking import query_segments
 from powercontext.snapshot import read_snapshot
+from powercontext.term_counts import TermCounts
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
 _BUILDER = PreparedContextBuilder()
@@ -97,8 +98,10 @@ def explain_context(
     with read_snapshot():
         found = _retrieve(scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN)
         families = (
-            _family_terms(found, scope_id, "memory", MEMORY_WINDOW, memory_term_stats),
-            _family_terms(found, scope_id, "experience", EXPERIENCE_WINDOW, experience_term_stats),
+            _family_terms(found, scope_id, "memory", MEMORY_WINDOW, TermCounts(MemoryTermStat)),
+            _family_terms(
+                found, scope_id, "experience", EXPERIENCE_WINDOW, TermCounts(ExperienceTermStat)
+            ),
         )
     if not found.memory_hits and not found.experience_hits:
         prepared, trace = EMPTY, BuildTrace(max_bytes=max_bytes, decisions=())
@@ -173,12 +176,12 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
 
 
 def _family_terms(
-    found: _Retrieved, scope_id: str, family: str, window: int, stats: Any
+    found: _Retrieved, scope_id: str, family: str, window: int, stats: TermCounts
 ) -> FamilyExplanation:
     """Each query term's fate in one family's search, from the counts that search used
     (the caller's read snapshot, so the same counts)."""
     counted = countable_terms(found.terms)
-    frequencies, documents = stats.term_frequencies(scope_id=scope_id, terms=counted)
+    frequencies, documents = stats.frequencies(scope_id=scope_id, terms=counted)
     counted_set = set(counted)
     return FamilyExplanation(
         family=family,

@@ -7,7 +7,11 @@ from powercontext.api.fields import (
     StrictSerializer,
     scope_id_field,
 )
-from powercontext.prompt_history import QUERY_MAX_CHARS
+
+# The longest query prepare accepts. The hook sends a prompt's first QUERY_MAX_CHARS
+# characters as the query and captures the whole prompt (DESIGN.md §7); the prompt
+# history (``contextpack.prompt_history``) reads captured prompts back as long.
+QUERY_MAX_CHARS = 8192
 
 
 class PrepareContextInput(StrictSerializer):

@@ -8,8 +8,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
-from memory.term_stats import search_plan
+from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow, MemoryTermStat
 from memory.values import (
     CHANGE_OP_WIRE,
     MEMORY_ARTIFACT_ID,
@@ -41,6 +40,7 @@ from powercontext.search import RankedHit, search_backend
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
 from powercontext.snapshot import read_snapshot
+from powercontext.term_counts import TermCounts
 
 SEARCH_MODES = ("auto", "fts")
 # A list page stops before the entry that would take its entries past this many bytes
@@ -48,6 +48,7 @@ SEARCH_MODES = ("auto", "fts")
 # of 8 KiB would otherwise make one response of 10 to 20 MB (docs/RELIABILITY.md,
 # "Bounded responses").
 LIST_PAGE_BYTES = 1024 * 1024
+_TERM_COUNTS = TermCounts(MemoryTermStat)
 
 
 class SearchInconsistent(PowerContextError):
@@ -256,7 +257,9 @@ def memory_search_at(
     """
     if head == 0:
         return []
-    plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
+    plan = _TERM_COUNTS.search_plan(
+        scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
+    )
     backend = search_backend()
     candidates: list[RankedHit] = []
     for group in (plan.match, plan.fallback):

@@ -21,9 +21,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from memory.models import ManifestState, MemoryActiveEntry, MemoryEntryVersion, MemoryManifestRow
+from memory.models import (
+    ManifestState,
+    MemoryActiveEntry,
+    MemoryEntryVersion,
+    MemoryManifestRow,
+    MemoryTermStat,
+)
 from memory.selectors import entry_of, resolve_citation
-from memory.term_stats import term_stats_adjust
 from memory.values import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -45,10 +50,12 @@ from powercontext.artifacts import (
     tagged_sha256,
 )
 from powercontext.exceptions import MemoryEntryInactive, PowerContextError, RevisionConflict
+from powercontext.term_counts import TermCounts
 
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
 # Enough for heavy contention on one scope; each retry starts from a fresh read.
 _MAX_ATTEMPTS = 50
+_TERM_COUNTS = TermCounts(MemoryTermStat)
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,7 @@ def memory_remember(
     """
     kind, text = normalize_kind(kind), normalize_text(text)
 
-    def plan(head: int) -> _Change | None:
+    def plan() -> _Change | None:
         if _active_entry_says(scope_id, kind, text):
             return None
         entry_id = "mem_ent_" + uuid.uuid4().hex
@@ -152,7 +159,7 @@ def memory_entry_revise(
     Identical kind and text is a no-op."""
     kind, text = normalize_kind(kind), normalize_text(text)
 
-    def plan(head: int) -> _Change | None:
+    def plan() -> _Change | None:
         current = _current_version(scope_id, citation)
         if current.state != ManifestState.ACTIVE:
             raise MemoryEntryInactive()
@@ -171,7 +178,7 @@ def memory_entry_retire(
 ) -> WriteResult:
     """Retire the cited entry (latest version only; a retired entry is MemoryEntryInactive)."""
 
-    def plan(head: int) -> _Change | None:
+    def plan() -> _Change | None:
         current = _current_version(scope_id, citation)
         if current.state != ManifestState.ACTIVE:
             raise MemoryEntryInactive()
@@ -190,7 +197,7 @@ def memory_entry_reactivate(
     Reactivating an entry that is already active is a no-op.
     """
 
-    def plan(head: int) -> _Change | None:
+    def plan() -> _Change | None:
         current = _current_version(scope_id, citation)
         if current.state == ManifestState.ACTIVE:
             return None
@@ -217,7 +224,7 @@ def _current_version(scope_id: str, citation: Citation) -> MemoryManifestRow:
 def _write(
     *,
     scope_id: str,
-    plan: Callable[[int], _Change | None],
+    plan: Callable[[], _Change | None],
     expected_revision: int | None = None,
 ) -> WriteResult:
     # Only a lost race is retried, and only when the caller did not pin a revision; a
@@ -234,12 +241,12 @@ def _write(
 
 
 def _write_once(
-    scope_id: str, plan: Callable[[int], _Change | None], expected_revision: int | None
+    scope_id: str, plan: Callable[[], _Change | None], expected_revision: int | None
 ) -> WriteResult:
     head = head_revision(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
     if expected_revision is not None and expected_revision != head:
         raise RevisionConflict("expected_revision is not the current head.", details=None)
-    change = plan(head)
+    change = plan()
     if change is None:
         return WriteResult(memory=memory_ref(head), entry=None)
     revision = head_advance(
@@ -323,7 +330,7 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
     previous_text = existing.values_list("searchable_text", flat=True).first()
     if state != ManifestState.ACTIVE:
         existing.delete()
-        term_stats_adjust(scope_id=version.scope_id, removed=previous_text, added=None)
+        _TERM_COUNTS.adjust(scope_id=version.scope_id, removed=previous_text, added=None)
         return
     # A reactivation brings back a stored version: verify it rather than trust it.
     if not version_verifies(version):
@@ -335,7 +342,7 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
         )
     else:
         existing.update(**values)
-    term_stats_adjust(
+    _TERM_COUNTS.adjust(
         scope_id=version.scope_id, removed=previous_text, added=values["searchable_text"]
     )
 

@@ -1,20 +1,11 @@
-"""Per-scope term document frequencies of the active entries (``MemoryTermStat``),
-maintained by the write path in the same transaction as the projection."""
+"""Names that ``memory.rebuild`` and ``memory.integrity`` still import from here.
 
-from memory.models import MemoryTermStat
-from powercontext.term_counts import DOCUMENTS_TERM, TermCounts, expected_counts
+The write path and search call ``powercontext.term_counts.TermCounts(MemoryTermStat)``
+themselves; this alias module goes once those two import ``powercontext.term_counts``
+as well (they belong to the index interface's change)."""
 
-_counts = TermCounts(MemoryTermStat)
+from powercontext.term_counts import DOCUMENTS_TERM, expected_counts
 
-term_stats_adjust = _counts.adjust
-term_frequencies = _counts.frequencies
-search_plan = _counts.search_plan
 expected_term_stats = expected_counts
 
-__all__ = [
-    "DOCUMENTS_TERM",
-    "expected_term_stats",
-    "search_plan",
-    "term_frequencies",
-    "term_stats_adjust",
-]
+__all__ = ["DOCUMENTS_TERM", "expected_term_stats"]

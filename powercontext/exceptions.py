@@ -69,10 +69,6 @@ class CandidateTerminal(PowerContextError):
     default_message = "The candidate has already been decided."
 
 
-class RuntimeNotReady(PowerContextError):
-    code, status, default_message = "runtime_not_ready", 503, "The server is not ready."
-
-
 class InsufficientStorage(PowerContextError):
     """The database's storage refused the write: no space left, or read-only. The
     operation's transaction was rolled back, so nothing of it was written; earlier

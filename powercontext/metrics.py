@@ -52,7 +52,6 @@ ERROR_CODES = frozenset(
         "unsupported_media_type",
         "throttled",
         "internal_error",
-        "runtime_not_ready",
         "insufficient_storage",
     }
 )

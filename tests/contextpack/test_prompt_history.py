@@ -1,12 +1,13 @@
-"""Reading a scope's recent prompts back from the source journal (powercontext.prompt_history)."""
+"""Reading a scope's recent prompts back from the source journal (contextpack.prompt_history)."""
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from powercontext import prompt_history
+from contextpack import prompt_history
+from contextpack.prompt_history import recent_prompt_terms
+from contextpack.serializers import QUERY_MAX_CHARS
 from powercontext.analyzer import query_terms
-from powercontext.prompt_history import QUERY_MAX_CHARS, recent_prompt_terms
 from powercontext.search.policy import PROMPT_HISTORY
 from powercontext.sources import source_capture
 

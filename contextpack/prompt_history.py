@@ -13,14 +13,11 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from contextpack.serializers import QUERY_MAX_CHARS
 from powercontext import analyzer
 from powercontext.models import SourceRecord
 from powercontext.search.policy import PROMPT_HISTORY
 from powercontext.sources import CONTENT_SOURCE
-
-# The longest query prepare accepts. The hook sends a prompt's first QUERY_MAX_CHARS
-# characters as the query and captures the whole prompt (DESIGN.md §7).
-QUERY_MAX_CHARS = 8192
 
 
 def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
