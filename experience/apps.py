@@ -7,8 +7,10 @@ class ExperienceConfig(AppConfig):
     verbose_name = "Experience review"
 
     def ready(self) -> None:
+        from experience.search_index import EXPERIENCE_INDEX
         from powercontext.capabilities import register_family
         from powercontext.maintenance import Family, register
+        from powercontext.search.indexes import register_index
 
         register_family("experience")
         register(
@@ -19,3 +21,4 @@ class ExperienceConfig(AppConfig):
                 index_status="experience.rebuild.experience_index_status",
             )
         )
+        register_index(EXPERIENCE_INDEX)

@@ -6,8 +6,10 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
+        from memory.search_index import MEMORY_INDEX
         from powercontext.capabilities import register_family
         from powercontext.maintenance import Family, register
+        from powercontext.search.indexes import register_index
 
         register_family("memory")
         register(
@@ -18,3 +20,4 @@ class MemoryConfig(AppConfig):
                 index_status="memory.rebuild.memory_index_problem",
             )
         )
+        register_index(MEMORY_INDEX)
