@@ -69,11 +69,14 @@ def wipe_derived(*, keep_index: bool) -> dict:
                 terms = MemoryTermStat.objects.all().delete()[0]
             index = "FTS5 index emptied" if keep_index else "FTS5 tables and triggers dropped"
         else:
-            from powercontext.search.oceanbase import MEMORY_FULLTEXT_INDEX
+            from memory.search_index import MEMORY_INDEX
+            from powercontext.search.oceanbase import fulltext_index
 
             # DDL commits on its own in MySQL mode; the deletes follow in one transaction.
             if not keep_index:
-                cursor.execute(f"ALTER TABLE {table} DROP INDEX {quote(MEMORY_FULLTEXT_INDEX)}")
+                cursor.execute(
+                    f"ALTER TABLE {table} DROP INDEX {quote(fulltext_index(MEMORY_INDEX))}"
+                )
             with transaction.atomic():
                 projection = MemoryActiveEntry.objects.all().delete()[0]
                 terms = MemoryTermStat.objects.all().delete()[0]

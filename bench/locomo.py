@@ -185,10 +185,11 @@ class NaiveBaseline:
             MemoryHit,
             PreparedContextBuilder,
         )
+        from memory.search_index import MEMORY_INDEX
         from memory.selectors import memory_head
         from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
         from powercontext import analyzer
-        from powercontext.search.sqlite import SqliteSearchBackend
+        from powercontext.search.sqlite import SqliteSearchEngine
         from powercontext.snapshot import read_snapshot
 
         self._window = MEMORY_WINDOW
@@ -197,7 +198,7 @@ class NaiveBaseline:
         self._builder = PreparedContextBuilder()
         self._head, self._snapshot = memory_head, read_snapshot
         self._analyzer = analyzer
-        self._backend = SqliteSearchBackend()
+        self._engine, self._index = SqliteSearchEngine(), MEMORY_INDEX
         self._texts: dict[str, str] = {}
 
     def learn(self, version_id: str, text: str) -> None:
@@ -209,12 +210,14 @@ class NaiveBaseline:
         wanted = set(terms)
         with self._snapshot():
             head = self._head(scope_id=scope_id)
-            ranked = self._backend.memory_match(scope_id=scope_id, terms=terms, limit=1_000_000)
+            ranked = self._engine.match(
+                self._index, scope_id=scope_id, terms=terms, limit=1_000_000
+            )
         admitted = []
         for hit in ranked:
-            text = self._texts[hit.entry_version_id]
+            text = self._texts[str(hit.version)]
             if len(wanted.intersection(self._analyzer.tokens(text))) >= minimum:
-                citation = self._citation(self._ref(head), hit.entry_id, hit.entry_version_id)
+                citation = self._citation(self._ref(head), hit.cited_id, str(hit.version))
                 admitted.append(self._hit(citation=citation, text=text))
                 if len(admitted) == self._window:
                     break

@@ -163,6 +163,7 @@ class Bench:
         from django.conf import settings
 
         from memory.models import MemoryTermStat
+        from memory.search_index import MEMORY_INDEX
         from powercontext import analyzer
         from powercontext.search.policy import CANDIDATE_POOL, plan_search
         from powercontext.search.ranking import rank
@@ -191,7 +192,7 @@ class Bench:
                 if group and len(rows) < SEARCH_LIMIT:
                     seen = {row[0] for row in rows}
                     found = raw.execute(
-                        candidates_sql, [match_expression(SCOPE, list(group)), pool]
+                        candidates_sql, [match_expression(MEMORY_INDEX, SCOPE, list(group)), pool]
                     ).fetchall()
                     rows += [row for row in found if row[0] not in seen]
             scored = rank(((row[0], row[3]) for row in rows), plan.weights)

@@ -91,6 +91,7 @@ def plans(prompts: list[str]) -> list[tuple[str, str | None]]:
     the same terms as ``contextpack.application`` selects, recurring prompt terms left out."""
     from contextpack.prompt_history import recent_prompt_terms
     from memory.models import MemoryTermStat
+    from memory.search_index import MEMORY_INDEX
     from powercontext import analyzer
     from powercontext.search.policy import recurring_terms, select_terms
     from powercontext.search.sqlite import match_expression
@@ -102,7 +103,9 @@ def plans(prompts: list[str]) -> list[tuple[str, str | None]]:
         recurring = recurring_terms(terms, recent_prompt_terms(scope_id=SCOPE, query=prompt))
         frequencies, documents = TermCounts(MemoryTermStat).frequencies(scope_id=SCOPE, terms=terms)
         selected = select_terms(terms, frequencies, documents, recurring)
-        result.append((prompt, match_expression(SCOPE, selected) if selected else None))
+        result.append(
+            (prompt, match_expression(MEMORY_INDEX, SCOPE, selected) if selected else None)
+        )
     return result
 
 

@@ -38,7 +38,7 @@ START_TIMEOUT = 180
 TASKS = REPO_ROOT / "bench" / "django_tasks.py"
 PROMPTS = REPO_ROOT / "bench" / "prompts" / "prepare_prompts.json"
 QUERIES = REPO_ROOT / "bench" / "queries" / "search_queries.txt"
-# The statement SqliteSearchBackend.memory_match issues, with sqlite3's "?" placeholders:
+# The statement SqliteSearchEngine.match issues for Memory's index, with sqlite3's "?" placeholders:
 # what a served search or prepare is measured against.
 RAW_MATCH_SQL = (
     "SELECT e.entry_id, e.entry_version_id, bm25(memory_activeentry_fts, 0.0, 1.0) AS rank "

@@ -16,17 +16,18 @@ from typing import Any
 from django.db import connection, transaction
 
 from experience.models import Candidate, CandidateStatus, ExperienceTermStat
+from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import term_stats_expected, term_stats_rebuild
 from experience.values import EXPERIENCE_FAMILY, Proposal, searchable_text
 from powercontext.artifacts import GENESIS_HASH, chain_hash
 from powercontext.maintenance import CheckResult, Progress, RebuildReport
 from powercontext.models import ArtifactHead, ArtifactRevision
-from powercontext.search import search_backend
+from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
 
 
 def experience_rebuild(
-    *, scope_id: str | None = None, chunk_size: int = 1000, progress: Progress | None = None
+    *, scope_id: str | None = None, progress: Progress | None = None
 ) -> RebuildReport:
     """Rewrite the Experience heads' searchable_text from their head revisions and the
     term statistics from the heads, for one scope or all, then the full-text index rows of
@@ -35,16 +36,15 @@ def experience_rebuild(
 
     Only a head revision that verifies (``head_contents``) is indexed: one that fails is
     left out of the searchable_text, the term statistics and the index, and reported by
-    id. The heads are few (one per approved lesson) and read at once, so ``chunk_size``
-    is unused.
+    id. The heads are few (one per approved lesson) and read at once.
     """
     started = time.monotonic()
-    backend = search_backend()
-    recreate = backend.experience_index_status()
+    engine = search_engine()
+    recreate = engine.status(EXPERIENCE_INDEX)
     if not connection.features.can_rollback_ddl and recreate:
         # OceanBase commits DDL implicitly: a missing index is created before the
         # transaction (it covers the heads already there), never inside it.
-        backend.experience_rebuild()
+        engine.rebuild(EXPERIENCE_INDEX)
     unverified: list[tuple[str, str]] = []
     with transaction.atomic():
         heads = list(_heads(scope_id).select_for_update().order_by("pk"))
@@ -62,7 +62,7 @@ def experience_rebuild(
                 )
         term_stats_rebuild(texts, scope_id=scope_id)
         # A recreated index is filled for every scope: it was empty.
-        backend.experience_rebuild(None if recreate else scope_id)
+        engine.rebuild(EXPERIENCE_INDEX, None if recreate else scope_id)
     if progress:
         progress(len(heads), len(heads))
     if recreate:
@@ -131,7 +131,7 @@ def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
     index probe is global (the index is one structure). Findings name ids, never
     content."""
     result = CheckResult("experience")
-    index_problem = search_backend().experience_index_status()
+    index_problem = search_engine().status(EXPERIENCE_INDEX)
     if index_problem:
         result.add(None, "full-text index", index_problem)
     with read_snapshot():
@@ -143,7 +143,7 @@ def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
 
 def experience_index_status() -> str | None:
     """None when the Experience full-text index exists, else why not (start-up probe)."""
-    return search_backend().experience_index_status()
+    return search_engine().status(EXPERIENCE_INDEX)
 
 
 def _check_heads(scope_id: str | None, result: CheckResult) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import F, Q
 
 from experience.models import Candidate, CandidateStatus, CandidateVersion
+from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import search_plan
 from experience.values import (
     EXPERIENCE_FAMILY,
@@ -32,19 +33,12 @@ from powercontext.exceptions import (
     CandidateConflict,
     CandidateNotFound,
     InvalidRequest,
-    PowerContextError,
 )
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import RankedArtifact, search_backend
+from powercontext.search import IndexHit, SearchInconsistent, search_engine
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
-
-
-class ExperienceIndexInconsistent(PowerContextError):
-    """The Experience index described another revision than the head it was read with
-    (an internal invariant; ``manage.py rebuild_index`` repairs it)."""
-
 
 # -- candidates -----------------------------------------------------------------------
 
@@ -248,28 +242,31 @@ def experience_search_at(
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
-    ExperienceIndexInconsistent when the index describes another revision than the head.
+    SearchInconsistent when the index describes another revision than the head.
     """
     plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
-    backend = search_backend()
-    candidates: list[RankedArtifact] = []
+    engine = search_engine()
+    candidates: list[IndexHit] = []
     for group in (plan.match, plan.fallback):
         if group and not candidates:
-            candidates = backend.experience_match(
-                scope_id=scope_id, terms=list(group), limit=max(limit, CANDIDATE_POOL)
+            candidates = engine.match(
+                EXPERIENCE_INDEX,
+                scope_id=scope_id,
+                terms=list(group),
+                limit=max(limit, CANDIDATE_POOL),
             )
-    if any(hit.revision != hit.indexed_revision for hit in candidates):
-        raise ExperienceIndexInconsistent()
-    by_id = {hit.artifact_id: hit for hit in candidates}
+    if any(hit.version != hit.indexed_version for hit in candidates):
+        raise SearchInconsistent()
+    by_id = {hit.cited_id: hit for hit in candidates}
     scored = rank(
-        ((hit.artifact_id, hit.searchable_text) for hit in candidates), plan.weights, segments
+        ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
     ranked = [by_id[artifact_id] for artifact_id, _ in scored[:limit]]
     if not ranked:
         return []
     query_filter = Q()
     for hit in ranked:
-        query_filter |= Q(artifact_id=hit.artifact_id, revision=hit.revision)
+        query_filter |= Q(artifact_id=hit.cited_id, revision=hit.version)
     contents = {
         row.artifact_id: revision_content(row)
         for row in ArtifactRevision.objects.filter(
@@ -278,12 +275,12 @@ def experience_search_at(
     }
     hits = []
     for hit in ranked:
-        content = contents.get(hit.artifact_id)
+        content = contents.get(hit.cited_id)
         if content is None:
-            raise ExperienceIndexInconsistent()
+            raise SearchInconsistent()
         hits.append(
             ExperienceFound(
-                artifact_ref=experience_ref(hit.artifact_id, hit.revision),
+                artifact_ref=experience_ref(hit.cited_id, int(hit.version)),
                 situation=content["situation"],
                 action=content["action"],
                 outcome=content["outcome"],

@@ -24,6 +24,7 @@ from experience.models import (
     CandidateVersion,
     ReviewerToken,
 )
+from experience.search_index import EXPERIENCE_INDEX
 from experience.selectors import candidate_of, current_version, proposal_of
 from experience.term_stats import term_stats_adjust
 from experience.tokens import TOKEN_PREFIX, token_hash
@@ -50,7 +51,7 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 from powercontext.refs import ArtifactRef
-from powercontext.search import search_backend
+from powercontext.search import IndexRow, search_engine
 
 REVIEWER_GROUP = "Experience reviewers"
 AGENT = "agent"
@@ -336,12 +337,8 @@ def _write_experience(scope_id: str, version: CandidateVersion) -> tuple[str, in
     if head_id is None:
         head_id = heads.filter(artifact_id=artifact_id).values_list("id", flat=True).get()
     term_stats_adjust(scope_id=scope_id, removed=previous_text, added=text)
-    search_backend().experience_index(
-        head_id=head_id,
-        scope_id=scope_id,
-        artifact_id=artifact_id,
-        revision=revision,
-        searchable_text=text,
+    search_engine().write(
+        EXPERIENCE_INDEX, [IndexRow(head_id, scope_id, artifact_id, revision, text)]
     )
     return artifact_id, revision
 

@@ -18,6 +18,7 @@ class MemoryConfig(AppConfig):
                 rebuild="memory.rebuild.memory_rebuild",
                 check="memory.integrity.memory_check",
                 index_status="memory.rebuild.memory_index_problem",
+                chunked=True,
             )
         )
         register_index(MEMORY_INDEX)

@@ -27,13 +27,14 @@ from typing import Any
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
 from memory.rebuild import memory_scopes, projection_diff, term_stats_diff
+from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash
 from memory.term_stats import DOCUMENTS_TERM, expected_term_stats
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.artifacts import head_revision
 from powercontext.maintenance import CheckResult
 from powercontext.models import ArtifactHead, ArtifactRevision
-from powercontext.search import search_backend
+from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
 
 _CHUNK = 2000
@@ -267,14 +268,13 @@ def _check_projection(scope: str, result: CheckResult, terms: CheckResult) -> No
 
 def _check_fulltext() -> CheckResult:
     result = CheckResult("memory.fulltext")
-    backend = search_backend()
-    problem = backend.memory_index_status()
+    engine = search_engine()
+    problem = engine.status(MEMORY_INDEX)
     if problem is None:
-        integrity = getattr(backend, "memory_index_integrity", None)
-        if integrity is None:
+        if not engine.checks_integrity:
             result.skipped = "this search backend has no index integrity check"
             return result
-        problem = integrity()
+        problem = engine.integrity(MEMORY_INDEX)
     result.checked = 1
     if problem:
         result.add(None, "full-text index", problem)

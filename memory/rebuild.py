@@ -35,10 +35,11 @@ from typing import Any
 from django.db import connection, transaction
 
 from memory.models import ManifestState, MemoryActiveEntry, MemoryManifestRow, MemoryTermStat
+from memory.search_index import MEMORY_INDEX
 from memory.services import projection_values, version_verifies
 from memory.term_stats import expected_term_stats
 from powercontext.maintenance import Progress, RebuildReport
-from powercontext.search import search_backend
+from powercontext.search import search_engine
 
 # The projection columns a rebuild compares and writes (besides scope and entry ids).
 PROJECTED_FIELDS = ("entry_version_id", "kind_text_hash", "scope_token", "searchable_text")
@@ -204,16 +205,16 @@ def memory_rebuild(
         raise ValueError("chunk_size must be at least 1")
     started = time.monotonic()
     report = RebuildReport("memory")
-    backend = search_backend()
-    recreated = backend.memory_index_status()
+    engine = search_engine()
+    recreated = engine.status(MEMORY_INDEX)
     ddl_is_transactional = connection.features.can_rollback_ddl
     if recreated and not ddl_is_transactional:
         # OceanBase commits DDL implicitly, so the index cannot be created inside the
         # rebuild's transaction; created first, it covers the rows already there.
-        backend.memory_rebuild()
+        engine.rebuild(MEMORY_INDEX)
     with transaction.atomic():
         if recreated and ddl_is_transactional:
-            backend.memory_rebuild()
+            engine.rebuild(MEMORY_INDEX)
         scopes = memory_scopes(scope_id)
         total = (
             _active_rows(scope_id).count()
@@ -242,12 +243,12 @@ def memory_rebuild(
         if recreated:
             report.index = f"recreated ({recreated})"
         elif scope_id is None:
-            backend.memory_rebuild()
+            engine.rebuild(MEMORY_INDEX)
             report.index = "rebuilt"
         else:
-            problem = _index_integrity(backend)
+            problem = engine.integrity(MEMORY_INDEX)
             if problem:
-                backend.memory_rebuild()
+                engine.rebuild(MEMORY_INDEX)
                 report.index = f"rebuilt ({problem})"
             else:
                 report.index = "consistent, kept in step with the projection"
@@ -255,11 +256,6 @@ def memory_rebuild(
     return report
 
 
-def _index_integrity(backend: Any) -> str | None:
-    check = getattr(backend, "memory_index_integrity", None)
-    return check() if check else None
-
-
 def memory_index_problem() -> str | None:
     """None when the Memory full-text index exists, else why not (start-up probe)."""
-    return search_backend().memory_index_status()
+    return search_engine().status(MEMORY_INDEX)

@@ -2,13 +2,14 @@
 
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import connection
 from django.db.models import Q
 
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow, MemoryTermStat
+from memory.search_index import MEMORY_INDEX
 from memory.values import (
     CHANGE_OP_WIRE,
     MEMORY_ARTIFACT_ID,
@@ -31,12 +32,11 @@ from powercontext.exceptions import (
     CapabilityNotSupported,
     InvalidRequest,
     MemoryNotFound,
-    PowerContextError,
 )
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import RankedHit, search_backend
+from powercontext.search import IndexHit, SearchInconsistent, search_engine
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
 from powercontext.snapshot import read_snapshot
@@ -49,11 +49,6 @@ SEARCH_MODES = ("auto", "fts")
 # "Bounded responses").
 LIST_PAGE_BYTES = 1024 * 1024
 _TERM_COUNTS = TermCounts(MemoryTermStat)
-
-
-class SearchInconsistent(PowerContextError):
-    """The full-text projection disagreed with the head it was read with (an internal
-    invariant; ``manage.py check_integrity`` and ``rebuild_index`` repair it)."""
 
 
 def memory_head(*, scope_id: str) -> int:
@@ -260,36 +255,36 @@ def memory_search_at(
     plan = _TERM_COUNTS.search_plan(
         scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
     )
-    backend = search_backend()
-    candidates: list[RankedHit] = []
+    engine = search_engine()
+    candidates: list[IndexHit] = []
     for group in (plan.match, plan.fallback):
         if group and (not candidates or (fill and len(candidates) < limit)):
-            seen = {hit.entry_id for hit in candidates}
+            seen = {hit.cited_id for hit in candidates}
             candidates += [
                 hit
-                for hit in backend.memory_match(
-                    scope_id=scope_id, terms=list(group), limit=max(limit, CANDIDATE_POOL)
+                for hit in engine.match(
+                    MEMORY_INDEX,
+                    scope_id=scope_id,
+                    terms=list(group),
+                    limit=max(limit, CANDIDATE_POOL),
                 )
-                if hit.entry_id not in seen
+                if hit.cited_id not in seen
             ]
     if not candidates:
         return []
-    by_id = {hit.entry_id: hit for hit in candidates}
+    by_id = {hit.cited_id: hit for hit in candidates}
     scored = rank(
-        ((hit.entry_id, hit.searchable_text) for hit in candidates), plan.weights, segments
+        ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    ranked = [
-        RankedHit(by_id[entry_id].entry_id, by_id[entry_id].entry_version_id, score)
-        for entry_id, score in scored[:limit]
-    ]
+    ranked = [replace(by_id[entry_id], score=score) for entry_id, score in scored[:limit]]
     rows = _active_versions(scope_id, ranked)
     hits = []
     for hit in ranked:
-        row = rows.get(hit.entry_version_id)
+        row = rows.get(str(hit.version))
         if row is None:
             # Revision 0 names no revision: a hit with no active manifest row at all,
             # which the callers refuse (the builder's head check, SearchInconsistent).
-            hits.append(MemorySearchHit(0, hit.entry_id, hit.entry_version_id, "", hit.score))
+            hits.append(MemorySearchHit(0, hit.cited_id, str(hit.version), "", hit.score))
             continue
         valid_from, entry_id, entry_version_id, text = row
         hits.append(
@@ -298,9 +293,7 @@ def memory_search_at(
     return hits
 
 
-def _active_versions(
-    scope_id: str, ranked: list[RankedHit]
-) -> dict[str, tuple[int, str, str, str]]:
+def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[int, str, str, str]]:
     """For the hits' versions that an open active manifest row makes current:
     ``entry_version_id -> (valid_from, entry_id, entry_version_id, text)`` of that row and
     its version, in one query.
@@ -311,8 +304,8 @@ def _active_versions(
     quote = connection.ops.quote_name
     manifest = quote(MemoryManifestRow._meta.db_table)
     versions = quote(MemoryEntryVersion._meta.db_table)
-    entry_ids = [hit.entry_id for hit in ranked]
-    version_ids = [hit.entry_version_id for hit in ranked]
+    entry_ids = [hit.cited_id for hit in ranked]
+    version_ids = [str(hit.version) for hit in ranked]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT m.valid_from, v.entry_id, v.entry_version_id, v.text "  # noqa: S608 - names and placeholders only

@@ -38,7 +38,6 @@ from memory.values import (
     memory_ref,
     normalize_kind,
     normalize_text,
-    scope_token,
 )
 from powercontext import analyzer
 from powercontext.artifacts import (
@@ -50,6 +49,7 @@ from powercontext.artifacts import (
     tagged_sha256,
 )
 from powercontext.exceptions import MemoryEntryInactive, PowerContextError, RevisionConflict
+from powercontext.search import scope_token
 from powercontext.term_counts import TermCounts
 
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"

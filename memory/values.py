@@ -145,8 +145,3 @@ def kind_text_hash(kind: str, text: str) -> str:
         digest.update(len(encoded).to_bytes(8, "big"))
         digest.update(encoded)
     return digest.hexdigest()
-
-
-def scope_token(scope_id: str) -> str:
-    """The full-text term that marks a scope's rows (see MemoryActiveEntry.scope_token)."""
-    return "s" + hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:32]

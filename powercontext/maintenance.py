@@ -3,9 +3,10 @@
 The kernel owns the artifact hash chain, which every family shares; each family owns
 its derived projections and full-text indexes and registers three functions here:
 
-- ``rebuild(*, scope_id, chunk_size, progress) -> RebuildReport``: make the family's
-  derived state equal what its authoritative rows say, in one transaction per call (a
-  reader sees the old state or the new one, never a mix), idempotently;
+- ``rebuild(*, scope_id, progress) -> RebuildReport`` (and ``chunk_size`` for a family
+  that compares its rows in chunks, ``Family.chunked``): make the family's derived state
+  equal what its authoritative rows say, in one transaction per call (a reader sees the
+  old state or the new one, never a mix), idempotently;
 - ``check(*, scope_id) -> list[CheckResult]``: the family's integrity checks;
 - ``index_status() -> str | None``: a cheap "is the index there at all" probe for
   start-up (None when usable).
@@ -90,6 +91,8 @@ class Family:
     rebuild: str
     check: str
     index_status: str
+    # Whether ``rebuild`` takes a ``chunk_size`` (``rebuild_index --chunk-size``).
+    chunked: bool = False
 
     def load(self, attribute: str) -> Callable[..., Any]:
         return import_string(getattr(self, attribute))
@@ -121,9 +124,8 @@ def rebuild(
     reports = []
     for family in families(family_name):
         callback = progress(family.name) if progress else None
-        reports.append(
-            family.load("rebuild")(scope_id=scope_id, chunk_size=chunk_size, progress=callback)
-        )
+        options = {"chunk_size": chunk_size} if family.chunked else {}
+        reports.append(family.load("rebuild")(scope_id=scope_id, progress=callback, **options))
     return reports
 
 

@@ -10,27 +10,21 @@ Why not an external-content table kept by triggers, like Memory's: the content w
 Django rebuilds a SQLite table to alter it (create, copy, drop, rename), which silently
 drops triggers on it and fails outright on a view over it, so one later migration of the
 kernel would break or quietly stop this index. The approval service writes the row in
-its own transaction instead (``SqliteSearchBackend.experience_index``), and
+its own transaction instead (``experience.search_index``: kept by writes), and
 ``rebuild_index`` rewrites the table from the heads. Term statistics for term selection
 live in ``ExperienceTermStat`` (per scope, backend-neutral), not in an fts5vocab table.
 """
 
 from django.db import migrations
 
+from experience.search_index import EXPERIENCE_INDEX
 from powercontext.migration_operations import RunSQLForEngine
+from powercontext.search import index_ddl
 
-FORWARD = [
-    """
-    CREATE VIRTUAL TABLE experience_head_fts USING fts5(
-        scope_token, searchable_text, artifact_id UNINDEXED, revision UNINDEXED,
-        tokenize="unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
-    )
-    """,
-]
-
-REVERSE = [
-    "DROP TABLE IF EXISTS experience_head_fts",
-]
+# The statements live with the engine, generic over declared indexes: this migration
+# runs exactly what a rebuild recreates a missing index with (a test compares both with
+# the statements first written here).
+FORWARD, REVERSE = index_ddl("sqlite", EXPERIENCE_INDEX)
 
 
 class Migration(migrations.Migration):

@@ -9,13 +9,14 @@ settings as Memory's index (``memory.0004``).
 
 from django.db import migrations
 
+from experience.search_index import EXPERIENCE_INDEX
 from powercontext.migration_operations import RunSQLForEngine
+from powercontext.search import index_ddl
 
-FORWARD = [
-    "CREATE FULLTEXT INDEX `artifact_head_searchable_ft` ON `powercontext_artifacthead` "
-    "(`searchable_text`) WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1)",
-]
-REVERSE = ["DROP INDEX `artifact_head_searchable_ft` ON `powercontext_artifacthead`"]
+# The statements live with the engine, generic over declared indexes: this migration
+# runs exactly what a rebuild recreates a missing index with (a test compares both with
+# the statements first written here).
+FORWARD, REVERSE = index_ddl("oceanbase", EXPERIENCE_INDEX)
 
 
 class Migration(migrations.Migration):

@@ -10,45 +10,14 @@ scripts with combining vowel signs stay whole). Term document frequencies live i
 
 from django.db import migrations
 
+from memory.search_index import MEMORY_INDEX
 from powercontext.migration_operations import RunSQLForEngine
+from powercontext.search import index_ddl
 
-FORWARD = [
-    """
-    CREATE VIRTUAL TABLE memory_activeentry_fts USING fts5(
-        scope_token, searchable_text,
-        content='memory_memoryactiveentry', content_rowid='id',
-        tokenize="unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
-    )
-    """,
-    """
-    CREATE TRIGGER memory_activeentry_fts_insert AFTER INSERT ON memory_memoryactiveentry BEGIN
-        INSERT INTO memory_activeentry_fts(rowid, scope_token, searchable_text)
-        VALUES (new.id, new.scope_token, new.searchable_text);
-    END
-    """,
-    """
-    CREATE TRIGGER memory_activeentry_fts_delete AFTER DELETE ON memory_memoryactiveentry BEGIN
-        INSERT INTO memory_activeentry_fts(memory_activeentry_fts, rowid, scope_token, searchable_text)
-        VALUES ('delete', old.id, old.scope_token, old.searchable_text);
-    END
-    """,
-    """
-    CREATE TRIGGER memory_activeentry_fts_update AFTER UPDATE ON memory_memoryactiveentry BEGIN
-        INSERT INTO memory_activeentry_fts(memory_activeentry_fts, rowid, scope_token, searchable_text)
-        VALUES ('delete', old.id, old.scope_token, old.searchable_text);
-        INSERT INTO memory_activeentry_fts(rowid, scope_token, searchable_text)
-        VALUES (new.id, new.scope_token, new.searchable_text);
-    END
-    """,
-    "INSERT INTO memory_activeentry_fts(memory_activeentry_fts) VALUES ('rebuild')",
-]
-
-REVERSE = [
-    "DROP TRIGGER IF EXISTS memory_activeentry_fts_update",
-    "DROP TRIGGER IF EXISTS memory_activeentry_fts_delete",
-    "DROP TRIGGER IF EXISTS memory_activeentry_fts_insert",
-    "DROP TABLE IF EXISTS memory_activeentry_fts",
-]
+# The statements live with the engine, generic over declared indexes: this migration
+# runs exactly what a rebuild recreates a missing index with (a test compares both with
+# the statements first written here).
+FORWARD, REVERSE = index_ddl("sqlite", MEMORY_INDEX)
 
 
 class Migration(migrations.Migration):

@@ -7,13 +7,14 @@ SQLite; min_token_size=1 keeps one- and two-character tokens (CJK unigrams/bigra
 
 from django.db import migrations
 
+from memory.search_index import MEMORY_INDEX
 from powercontext.migration_operations import RunSQLForEngine
+from powercontext.search import index_ddl
 
-FORWARD = [
-    "CREATE FULLTEXT INDEX `memory_activeentry_ft` ON `memory_memoryactiveentry` "
-    "(`searchable_text`) WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1)",
-]
-REVERSE = ["DROP INDEX `memory_activeentry_ft` ON `memory_memoryactiveentry`"]
+# The statements live with the engine, generic over declared indexes: this migration
+# runs exactly what a rebuild recreates a missing index with (a test compares both with
+# the statements first written here).
+FORWARD, REVERSE = index_ddl("oceanbase", MEMORY_INDEX)
 
 
 class Migration(migrations.Migration):

@@ -1,93 +1,98 @@
-"""Full-text search backends (one module per engine, chosen by the database vendor).
+"""Full-text search engines (one module per engine, chosen by the database vendor).
 
-A backend answers "which active Memory entries / approved Experience heads of this scope
-match these analyzer terms, and how well", and can rebuild and check its index. What it
-indexes is a derived projection maintained in the same transaction as the head it
-describes; the backends never hold content of their own.
+An engine answers "which rows of this declared index, in this scope, match these
+analyzer terms, and how well", builds the index's DDL, and can write, rebuild and check
+it, the same way for every index a family declares (``powercontext.search.indexes``).
+What it indexes is a derived projection kept in the same transaction as the head it
+describes; the engines never hold content of their own.
 """
 
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable
+from typing import ClassVar, Protocol
 
 from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
+from powercontext.search.indexes import (
+    IndexHit,
+    IndexRow,
+    SearchInconsistent,
+    SearchIndex,
+    scope_token,
+)
 
-@dataclass(frozen=True)
-class RankedHit:
-    """One full-text match: higher ``score`` is better; ties are broken by ``entry_id``.
-    ``searchable_text`` is the analyzed text the index holds for it (what
-    ``powercontext.search.ranking`` scores)."""
-
-    entry_id: str
-    entry_version_id: str
-    score: float
-    searchable_text: str = ""
-
-
-@dataclass(frozen=True)
-class RankedArtifact:
-    """One full-text match on an artifact head: ``revision`` is the head's revision as read
-    in the caller's snapshot, ``indexed_revision`` the revision the index row describes
-    (they differ only when the index is stale). Higher ``score`` is better; ties are broken
-    by ``artifact_id``."""
-
-    artifact_id: str
-    revision: int
-    indexed_revision: int
-    score: float
-    searchable_text: str = ""
+__all__ = [
+    "IndexHit",
+    "IndexRow",
+    "SearchEngine",
+    "SearchInconsistent",
+    "SearchIndex",
+    "index_ddl",
+    "scope_token",
+    "search_engine",
+]
 
 
-class SearchBackend(Protocol):
-    def memory_match(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
-        """The scope's active entries matching any of ``terms``, best first (the engine's
-        relevance; ties by entry id), with their searchable text. Term selection and the
-        final scoring happen around it, backend-neutrally."""
+class SearchEngine(Protocol):
+    # False when ``integrity`` cannot look inside the index (it then answers None).
+    checks_integrity: ClassVar[bool]
+
+    @staticmethod
+    def ddl(index: SearchIndex) -> tuple[list[str], list[str]]:
+        """(forward, reverse) statements that create and drop the index's objects, the
+        ones the family's migration runs and a rebuild recreates a missing index with.
+        Pure: no connection needed."""
         ...
 
-    def memory_index_status(self) -> str | None:
-        """None when the index is usable, else a short reason."""
+    def match(
+        self, index: SearchIndex, *, scope_id: str, terms: list[str], limit: int
+    ) -> list[IndexHit]:
+        """The scope's rows matching any of ``terms``, best first (the engine's relevance;
+        ties by cited id), with their searchable text. Term selection and the final
+        scoring happen around it, engine-neutrally."""
         ...
 
-    def memory_rebuild(self) -> None:
-        """Rebuild the Memory full-text index from the projection table."""
+    def write(self, index: SearchIndex, rows: Iterable[IndexRow]) -> None:
+        """Make a write-kept index describe these rows (in the caller's transaction, the
+        one that changed them). Nothing to do for an index the engine keeps itself."""
         ...
 
-    def experience_match(
-        self, *, scope_id: str, terms: list[str], limit: int
-    ) -> list[RankedArtifact]:
-        """The scope's approved Experience heads matching any of ``terms``, best first
-        (ties by artifact id), with their searchable text. Term selection and the final
-        scoring happen around it, backend-neutrally."""
+    def status(self, index: SearchIndex) -> str | None:
+        """None when the index's objects all exist, else a short reason."""
         ...
 
-    def experience_index(
-        self, *, head_id: int, scope_id: str, artifact_id: str, revision: int, searchable_text: str
-    ) -> None:
-        """Make the index describe this Experience head (same transaction as the head)."""
+    def rebuild(self, index: SearchIndex, scope_id: str | None = None) -> None:
+        """Make the index describe the table's rows again: of one scope (None: every
+        scope, and always every scope when the index had to be recreated). A missing
+        object is recreated with ``ddl``. A row with an empty text is left out."""
         ...
 
-    def experience_index_status(self) -> str | None:
-        """None when the Experience index is usable, else a short reason."""
-        ...
-
-    def experience_rebuild(self, scope_id: str | None = None) -> None:
-        """Rebuild the Experience index from the ``experience`` heads' searchable_text,
-        of one scope (None: every scope, and always every scope when the index had to be
-        recreated). A head with an empty searchable_text is left out."""
+    def integrity(self, index: SearchIndex) -> str | None:
+        """None when the index agrees with the rows it is built from (or when the engine
+        cannot tell, see ``checks_integrity``), else the reason."""
         ...
 
 
-_BACKENDS = {
-    "sqlite": "powercontext.search.sqlite.SqliteSearchBackend",
-    "mysql": "powercontext.search.oceanbase.OceanBaseSearchBackend",
+_ENGINES = {
+    "sqlite": "powercontext.search.sqlite.SqliteSearchEngine",
+    "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchEngine",
 }
+_VENDORS = {"sqlite": "sqlite", "mysql": "oceanbase"}
 
 
-def search_backend() -> SearchBackend:
-    """The backend for the default database (``POWERCONTEXT_SEARCH_BACKEND`` overrides)."""
-    path = getattr(settings, "POWERCONTEXT_SEARCH_BACKEND", None) or _BACKENDS[connection.vendor]
-    backend: SearchBackend = import_string(path)()
-    return backend
+def search_engine() -> SearchEngine:
+    """The engine for the default database (``POWERCONTEXT_SEARCH_ENGINE`` overrides)."""
+    path = (
+        getattr(settings, "POWERCONTEXT_SEARCH_ENGINE", None)
+        or _ENGINES[_VENDORS[connection.vendor]]
+    )
+    engine: SearchEngine = import_string(path)()
+    return engine
+
+
+def index_ddl(engine: str, index: SearchIndex) -> tuple[list[str], list[str]]:
+    """(forward, reverse) DDL of ``index`` on ``engine`` ("sqlite" or "oceanbase"), for
+    ``powercontext.migration_operations.RunSQLForEngine``."""
+    engine_class: type[SearchEngine] = import_string(_ENGINES[engine])
+    return engine_class.ddl(index)

@@ -1,8 +1,10 @@
-"""OceanBase FULLTEXT search over the derived projections (MySQL mode).
+"""OceanBase FULLTEXT search over any declared index (MySQL mode).
 
-``memory_memoryactiveentry.searchable_text`` carries a ``FULLTEXT ... WITH PARSER SPACE``
-index (migration ``memory.0004``): the analyzer's space-separated tokens are split at
-the spaces, exactly as FTS5 splits them on SQLite. Quirks that bite:
+Every declared index is a ``FULLTEXT ... WITH PARSER SPACE`` index ``<name>_ft`` on the
+declared table's text column itself, so it follows the rows in their own transaction
+(an index declared as kept by writes needs no writes here). The analyzer's
+space-separated tokens are split at the spaces, exactly as FTS5 splits them on SQLite.
+Quirks that bite:
 
 - ``PARSER_PROPERTIES=(min_token_size=1)`` is required: the default of 3 silently drops
   one- and two-character tokens (CJK unigrams and bigrams, "db", "ci").
@@ -12,116 +14,94 @@ the spaces, exactly as FTS5 splits them on SQLite. Quirks that bite:
 - MATCH scores are positive and BM25-like (higher is better), 0 for a non-match.
 - The index is transactional: a writer's own uncommitted rows match in its session,
   other sessions see them right after commit.
+- DDL commits implicitly: a missing index is created outside the caller's transaction.
 - User text never reaches the query: AGAINST receives analyzer tokens joined by spaces,
   as a bound parameter, in natural-language mode (no operators).
 """
 
-from typing import TYPE_CHECKING, cast
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from django.db import connection
 
+from powercontext.db.backends.oceanbase.schema import FULLTEXT_PARSER
 from powercontext.fields import identity_text
-from powercontext.models import ArtifactHead
-from powercontext.search import RankedArtifact, RankedHit
+from powercontext.search.indexes import IndexHit, IndexRow, SearchIndex
 
-if TYPE_CHECKING:
-    from powercontext.db.backends.oceanbase.schema import (
-        DatabaseSchemaEditor as OceanBaseSchemaEditor,
-    )
-
-MEMORY_TABLE = "memory_memoryactiveentry"
-MEMORY_FULLTEXT_INDEX = "memory_activeentry_ft"
-EXPERIENCE_FAMILY = "experience"
-HEAD_FULLTEXT_INDEX = "artifact_head_searchable_ft"
+ENGINE = "oceanbase"
 
 
-def _index_exists(table: str, index: str) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM information_schema.statistics "
-            "WHERE table_schema = DATABASE() AND table_name = %s AND index_name = %s LIMIT 1",
-            [table, index],
-        )
-        return cursor.fetchone() is not None
+def fulltext_index(index: SearchIndex) -> str:
+    return index.object_name(ENGINE, "_ft")
 
 
-class OceanBaseSearchBackend:
-    def memory_match(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
-        quote = connection.ops.quote_name
-        table = quote(MEMORY_TABLE)
-        against = " ".join(terms)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT entry_id, entry_version_id, "  # noqa: S608 - names only
-                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score, "
-                f"searchable_text FROM {table} "
-                f"WHERE scope_id = %s "
-                f"AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
-                f"ORDER BY score DESC, entry_id LIMIT %s",
-                [against, scope_id, against, limit],
-            )
-            rows = cursor.fetchall()
-        return [
-            RankedHit(identity_text(entry_id), identity_text(version_id), float(score), text)
-            for entry_id, version_id, score, text in rows
-        ]
+def _text(value: Any) -> Any:
+    # Raw SQL on an IdentityField (VARBINARY) column gets bytes back.
+    return identity_text(value) if isinstance(value, bytes | str) else value
 
-    def memory_index_status(self) -> str | None:
-        if _index_exists(MEMORY_TABLE, MEMORY_FULLTEXT_INDEX):
-            return None
-        return f"missing FULLTEXT index {MEMORY_FULLTEXT_INDEX}"
 
-    def memory_rebuild(self) -> None:
-        """The FULLTEXT index follows its table's rows, so rebuilding the projection rows
-        rebuilds it. Only a missing index is (re)created here."""
-        if self.memory_index_status() is None:
-            return
-        _create_fulltext_index(MEMORY_TABLE, MEMORY_FULLTEXT_INDEX)
+class OceanBaseSearchEngine:
+    # The FULLTEXT index is the engine's own structure on the column: nothing to compare.
+    checks_integrity: ClassVar[bool] = False
 
-    def experience_match(
-        self, *, scope_id: str, terms: list[str], limit: int
-    ) -> list[RankedArtifact]:
-        """Approved Experience heads: the FULLTEXT index is on the head's searchable_text
-        itself, so the indexed revision is always the head's revision."""
+    @staticmethod
+    def ddl(index: SearchIndex) -> tuple[list[str], list[str]]:
+        name, table = fulltext_index(index), index.table
+        forward = f"CREATE FULLTEXT INDEX `{name}` ON `{table}` (`{index.text_column}`) "
+        return [forward + FULLTEXT_PARSER], [f"DROP INDEX `{name}` ON `{table}`"]
+
+    def match(
+        self, index: SearchIndex, *, scope_id: str, terms: list[str], limit: int
+    ) -> list[IndexHit]:
+        """The index is on the row's text itself, so the indexed version is always the
+        row's version."""
         if not terms:
             return []
-        table = connection.ops.quote_name(ArtifactHead._meta.db_table)
+        table, cited, text = (
+            connection.ops.quote_name(index.table),
+            index.cited_id,
+            index.text_column,
+        )
+        filters = "".join(f"{column} = %s AND " for column, _ in index.filters)
         against = " ".join(terms)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT artifact_id, revision, "  # noqa: S608 - names only
-                f"MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score, "
-                f"searchable_text FROM {table} WHERE family = %s AND scope_id = %s "
-                f"AND MATCH (searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) "
-                f"ORDER BY score DESC, artifact_id LIMIT %s",
-                [against, EXPERIENCE_FAMILY, scope_id, against, limit],
+                f"SELECT {cited}, {index.version}, "  # noqa: S608 - names only
+                f"MATCH ({text}) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score, "
+                f"{text} FROM {table} WHERE {filters}{index.scope_column} = %s "
+                f"AND MATCH ({text}) AGAINST (%s IN NATURAL LANGUAGE MODE) "
+                f"ORDER BY score DESC, {cited} LIMIT %s",
+                [against, *(value for _, value in index.filters), scope_id, against, limit],
             )
             rows = cursor.fetchall()
         return [
-            RankedArtifact(identity_text(artifact_id), revision, revision, float(score), text)
-            for artifact_id, revision, score, text in rows
+            IndexHit(identity_text(cited_id), _text(version), _text(version), float(score), found)
+            for cited_id, version, score, found in rows
         ]
 
-    def experience_index(
-        self, *, head_id: int, scope_id: str, artifact_id: str, revision: int, searchable_text: str
-    ) -> None:
-        """Nothing to do: the FULLTEXT index follows the head row's searchable_text."""
+    def write(self, index: SearchIndex, rows: Iterable[IndexRow]) -> None:
+        """Nothing to do: the FULLTEXT index follows the row's text."""
 
-    def experience_index_status(self) -> str | None:
-        if _index_exists(ArtifactHead._meta.db_table, HEAD_FULLTEXT_INDEX):
-            return None
-        return f"missing FULLTEXT index {HEAD_FULLTEXT_INDEX}"
+    def status(self, index: SearchIndex) -> str | None:
+        name = fulltext_index(index)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT 1 FROM information_schema.statistics "
+                "WHERE table_schema = DATABASE() AND table_name = %s AND index_name = %s LIMIT 1",
+                [index.table, name],
+            )
+            present = cursor.fetchone() is not None
+        return None if present else f"missing FULLTEXT index {name}"
 
-    def experience_rebuild(self, scope_id: str | None = None) -> None:
-        """Heads' searchable_text is rewritten by the Experience rebuild (an empty one
-        never matches); only a missing index is (re)created here, for every scope."""
-        if self.experience_index_status() is None:
+    def rebuild(self, index: SearchIndex, scope_id: str | None = None) -> None:
+        """The FULLTEXT index follows its table's rows, so rewriting the rows rebuilds
+        it. Only a missing index is (re)created here, for every scope."""
+        if self.status(index) is None:
             return
-        _create_fulltext_index(ArtifactHead._meta.db_table, HEAD_FULLTEXT_INDEX)
+        forward, _ = self.ddl(index)
+        with connection.schema_editor() as editor:
+            for statement in forward:
+                editor.execute(statement)
 
-
-def _create_fulltext_index(table: str, index: str) -> None:
-    with connection.schema_editor() as editor:
-        # This backend runs only on OceanBase, whose schema editor builds the index DDL.
-        editor = cast("OceanBaseSchemaEditor", editor)
-        editor.execute(editor.fulltext_index_sql(table, index, ["searchable_text"]))
+    def integrity(self, index: SearchIndex) -> str | None:
+        return None

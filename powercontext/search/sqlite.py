@@ -1,12 +1,11 @@
-"""SQLite FTS5 search over the derived projections.
+"""SQLite FTS5 search over any declared index (``powercontext.search.indexes``).
 
-``memory_activeentry_fts`` is an external-content FTS5 table over
-``memory_memoryactiveentry`` (scope token + analyzed text), kept in step by triggers, so
-the index changes in the same transaction as the projection row (migration
-``memory.0002``). ``experience_head_fts`` indexes the approved Experience heads
-(``powercontext_artifacthead`` rows of family ``experience``): a plain FTS5 table written
-by the approval service in its own transaction (migration ``experience.0002`` says why it
-is not kept by triggers). Quirks that bite:
+An index kept by the engine (Memory's) is an external-content FTS5 table ``<name>_fts``
+over the declared table (scope token + analyzed text), kept in step by three triggers, so
+the index changes in the same transaction as the row. An index kept by writes
+(Experience's) is a plain FTS5 table ``<name>_fts`` (rowid = the row key) that also holds
+the cited id and version it describes (unindexed: the version lets search notice a stale
+row), written by the owning service in its transaction. Quirks that bite:
 
 - FTS5 has no unary NOT and its query language treats ``"``, ``*``, ``-``, ``:``, ``^``,
   ``NEAR``, ``AND``/``OR``/``NOT`` and parentheses as syntax. User text never reaches it:
@@ -14,26 +13,34 @@ is not kept by triggers). Quirks that bite:
   passed as a bound parameter.
 - bm25() is "lower is better" and negative; hits are returned with ``-bm25`` so higher is
   better, as the interface promises.
+- Tokens come from powercontext.analyzer already split by spaces; unicode61 with "_" as a
+  token character and diacritics kept splits that text exactly at the spaces (marks are
+  token characters, as in the analyzer, so words of scripts with combining vowel signs
+  stay whole).
 """
 
-from importlib import import_module
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from django.db import DatabaseError, connection, transaction
 
-from memory.values import scope_token
-from powercontext.models import ArtifactHead
-from powercontext.search import RankedArtifact, RankedHit
+from powercontext.search.indexes import IndexHit, IndexRow, Kept, SearchIndex, scope_token
 
-MEMORY_TABLE = "memory_memoryactiveentry"
-MEMORY_FTS = "memory_activeentry_fts"
-EXPERIENCE_FAMILY = "experience"
-EXPERIENCE_FTS = "experience_head_fts"
-MEMORY_INDEX_OBJECTS = (
-    MEMORY_FTS,
-    "memory_activeentry_fts_insert",
-    "memory_activeentry_fts_delete",
-    "memory_activeentry_fts_update",
-)
+ENGINE = "sqlite"
+# The FTS5 column that holds the scope token in an index kept by writes.
+SCOPE_TOKEN = "scope_token"  # noqa: S105 - a column name
+TOKENIZE = "tokenize=\"unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'\""
+TRIGGERS = ("insert", "delete", "update")
+# Row keys per DELETE ... IN (...): well under SQLite's limit on bound parameters.
+_BATCH = 500
+
+
+def fts_table(index: SearchIndex) -> str:
+    return index.object_name(ENGINE, "_fts")
+
+
+def _token_column(index: SearchIndex) -> str:
+    return index.scope_token_column or SCOPE_TOKEN
 
 
 def _quoted(term: str) -> str:
@@ -42,64 +49,201 @@ def _quoted(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def match_expression(scope: str, terms: list[str]) -> str:
+def _scope_expression(index: SearchIndex, scope: str) -> str:
+    return f"{_token_column(index)} : {_quoted(scope_token(scope))}"
+
+
+def match_expression(index: SearchIndex, scope: str, terms: list[str]) -> str:
     """The FTS5 MATCH expression for ``terms`` restricted to one scope's rows."""
     any_term = " OR ".join(_quoted(term) for term in terms)
-    return f"scope_token : {_quoted(scope_token(scope))} AND searchable_text : ({any_term})"
+    return f"{_scope_expression(index, scope)} AND {index.text_column} : ({any_term})"
 
 
-class SqliteSearchBackend:
-    def memory_match(self, *, scope_id: str, terms: list[str], limit: int) -> list[RankedHit]:
-        """Rank the scope's entries matching any of ``terms`` by bm25, best first."""
+def _statement(*lines: str) -> str:
+    # The layout of the statements as the migrations first wrote them, kept to the byte
+    # (tests/powercontext/test_search_indexes.py compares them).
+    return "\n" + "".join(f"    {line}\n" for line in lines) + "    "
+
+
+def _index_objects(index: SearchIndex) -> list[str]:
+    fts = fts_table(index)
+    if index.kept is Kept.BY_WRITES:
+        return [fts]
+    return [fts, *(f"{fts}_{event}" for event in TRIGGERS)]
+
+
+def _filters(index: SearchIndex, alias: str) -> tuple[str, list[Any]]:
+    """SQL conditions (each followed by AND) and parameters for the fixed filters."""
+    sql = "".join(f"{alias}{column} = %s AND " for column, _ in index.filters)
+    return sql, [value for _, value in index.filters]
+
+
+class SqliteSearchEngine:
+    checks_integrity: ClassVar[bool] = True
+
+    @staticmethod
+    def ddl(index: SearchIndex) -> tuple[list[str], list[str]]:
+        fts, text = fts_table(index), index.text_column
+        if index.kept is Kept.BY_WRITES:
+            columns = (
+                f"{SCOPE_TOKEN}, {text}, {index.cited_id} UNINDEXED, {index.version} UNINDEXED,"
+            )
+            table = _statement(
+                f"CREATE VIRTUAL TABLE {fts} USING fts5(", f"    {columns}", f"    {TOKENIZE}", ")"
+            )
+            return [table], [f"DROP TABLE IF EXISTS {fts}"]
+        token, source, key = _token_column(index), index.table, index.row_key
+        table = _statement(
+            f"CREATE VIRTUAL TABLE {fts} USING fts5(",
+            f"    {token}, {text},",
+            f"    content='{source}', content_rowid='{key}',",
+            f"    {TOKENIZE}",
+            ")",
+        )
+        add = (
+            f"    INSERT INTO {fts}(rowid, {token}, {text})",
+            f"    VALUES (new.{key}, new.{token}, new.{text});",
+        )
+        remove = (
+            f"    INSERT INTO {fts}({fts}, rowid, {token}, {text})",
+            f"    VALUES ('delete', old.{key}, old.{token}, old.{text});",
+        )
+        bodies = {"insert": add, "delete": remove, "update": (*remove, *add)}
+        triggers = [
+            _statement(
+                f"CREATE TRIGGER {fts}_{event} AFTER {event.upper()} ON {source} BEGIN",
+                *bodies[event],
+                "END",
+            )
+            for event in TRIGGERS
+        ]
+        forward = [table, *triggers, f"INSERT INTO {fts}({fts}) VALUES ('rebuild')"]  # noqa: S608
+        reverse = [f"DROP TRIGGER IF EXISTS {fts}_{event}" for event in reversed(TRIGGERS)]
+        return forward, [*reverse, f"DROP TABLE IF EXISTS {fts}"]
+
+    def match(
+        self, index: SearchIndex, *, scope_id: str, terms: list[str], limit: int
+    ) -> list[IndexHit]:
+        """Rank the scope's rows matching any of ``terms`` by bm25, best first.
+
+        The join reads the indexed row in the caller's snapshot: its version is the one
+        cited. An index kept by writes holds copies that may be stale, so the table's
+        scope and fixed filters also keep anything but this scope's rows out; one kept by
+        the engine is the table's rows, whose scope token is the scope filter. Only the
+        text column carries weight in bm25."""
+        if not terms:
+            return []
         quote = connection.ops.quote_name
-        fts, table = quote(MEMORY_FTS), quote(MEMORY_TABLE)
+        fts, table = quote(fts_table(index)), quote(index.table)
+        cited, version, text = index.cited_id, index.version, index.text_column
+        conditions = [f"{fts} MATCH %s", *(f"t.{column} = %s" for column, _ in index.filters)]
+        values = [match_expression(index, scope_id, terms), *(value for _, value in index.filters)]
+        if index.kept is Kept.BY_WRITES:
+            # The index holds its own copy of the text and the version it describes.
+            weights, indexed, searched = "0.0, 1.0, 0.0, 0.0", f"{fts}.{version}", f"{fts}.{text}"
+            conditions.append(f"t.{index.scope_column} = %s")
+            values.append(scope_id)
+        else:
+            weights, indexed, searched = "0.0, 1.0", f"t.{version}", f"t.{text}"
         with connection.cursor() as cursor:
             cursor.execute(
-                # bm25 weights: the scope token column counts for nothing.
-                f"SELECT e.entry_id, e.entry_version_id, bm25({fts}, 0.0, 1.0) AS rank, "  # noqa: S608
-                "e.searchable_text "
-                f"FROM {fts} JOIN {table} e ON e.id = {fts}.rowid "
-                f"WHERE {fts} MATCH %s ORDER BY rank, e.entry_id LIMIT %s",
-                [match_expression(scope_id, terms), limit],
+                f"SELECT t.{cited}, t.{version}, {indexed}, "  # noqa: S608 - names only
+                f"bm25({fts}, {weights}) AS rank, {searched} "
+                f"FROM {fts} JOIN {table} t ON t.{index.row_key} = {fts}.rowid "
+                f"WHERE {' AND '.join(conditions)} ORDER BY rank, t.{cited} LIMIT %s",
+                [*values, limit],
             )
             rows = cursor.fetchall()
         return [
-            RankedHit(entry_id, version_id, -rank, text)
-            for entry_id, version_id, rank, text in rows
+            IndexHit(cited_id, version_read, _as(version_read, indexed_version), -rank, text)
+            for cited_id, version_read, indexed_version, rank, text in rows
         ]
 
-    def memory_index_status(self) -> str | None:
+    def write(self, index: SearchIndex, rows: Iterable[IndexRow]) -> None:
+        if index.kept is not Kept.BY_WRITES:
+            return  # the triggers carried the rows' change already
+        fts = connection.ops.quote_name(fts_table(index))
+        with connection.cursor() as cursor:
+            for row in rows:
+                cursor.execute(f"DELETE FROM {fts} WHERE rowid = %s", [row.row_key])  # noqa: S608
+                cursor.execute(_insert_sql(index), _insert_values(row))
+
+    def status(self, index: SearchIndex) -> str | None:
         # The triggers count as part of the index: without them it silently goes stale.
+        wanted = _index_objects(index)
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "  # noqa: S608
-                f"AND name IN ({', '.join(['%s'] * len(MEMORY_INDEX_OBJECTS))})",
-                list(MEMORY_INDEX_OBJECTS),
+                f"AND name IN ({', '.join(['%s'] * len(wanted))})",
+                wanted,
             )
             present = {name for (name,) in cursor.fetchall()}
-        missing = [name for name in MEMORY_INDEX_OBJECTS if name not in present]
-        return f"missing full-text object(s): {', '.join(missing)}" if missing else None
+        missing = [name for name in wanted if name not in present]
+        if not missing:
+            return None
+        if index.kept is Kept.BY_WRITES:
+            return f"missing full-text table: {missing[0]}"
+        return f"missing full-text object(s): {', '.join(missing)}"
 
-    def memory_rebuild(self) -> None:
-        """Re-read every projection row into the FTS5 index (one statement).
+    def rebuild(self, index: SearchIndex, scope_id: str | None = None) -> None:
+        """Recreate a missing index with ``ddl`` (dropping what is left of it), else make
+        it describe the table's rows again. Run inside a transaction: under WAL readers
+        keep the old index until commit, never see a partial one.
 
-        When a table or trigger of the index is missing, drops what is left of it and
-        recreates it with the DDL of migration ``memory.0002`` (which ends by filling the
-        index). Run inside a transaction: readers keep the old index until commit.
-        """
-        fts = connection.ops.quote_name(MEMORY_FTS)
+        An index kept by the engine is rebuilt as a whole (FTS5 ``'rebuild'``, one
+        statement; FTS5 cannot re-index single rows of an external-content index whose
+        old contents are unknown), whatever ``scope_id`` says. One kept by writes has the
+        rows of ``scope_id``'s rows (or every row) replaced by the table's current ones,
+        and any row carrying the scope's token (a stray one would otherwise match inside
+        the scope)."""
+        fts = connection.ops.quote_name(fts_table(index))
+        forward, reverse = self.ddl(index)
         with connection.cursor() as cursor:
-            if self.memory_index_status() is not None:
-                ddl = import_module("memory.migrations.0002_fulltext_sqlite")
-                for statement in (*ddl.REVERSE, *ddl.FORWARD):
+            if self.status(index) is not None:
+                for statement in (*reverse, *forward):
                     cursor.execute(statement)
+                if index.kept is Kept.BY_ENGINE:
+                    return  # the forward DDL ends by filling the index
+                scope_id = None
+            if index.kept is Kept.BY_ENGINE:
+                cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")  # noqa: S608
                 return
-            cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")  # noqa: S608
+            table = connection.ops.quote_name(index.table)
+            filters, values = _filters(index, "")
+            if scope_id is None:
+                cursor.execute(f"DELETE FROM {fts}")  # noqa: S608
+                scoped, scope_values = "", []
+            else:
+                cursor.execute(
+                    f"SELECT {index.row_key} FROM {table} "  # noqa: S608 - names only
+                    f"WHERE {filters}{index.scope_column} = %s",
+                    [*values, scope_id],
+                )
+                doomed = {key for (key,) in cursor.fetchall()}
+                cursor.execute(
+                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH %s",  # noqa: S608
+                    [_scope_expression(index, scope_id)],
+                )
+                doomed |= {key for (key,) in cursor.fetchall()}
+                keys = sorted(doomed)
+                for start in range(0, len(keys), _BATCH):
+                    batch = keys[start : start + _BATCH]
+                    marks = ", ".join(["%s"] * len(batch))
+                    cursor.execute(f"DELETE FROM {fts} WHERE rowid IN ({marks})", batch)  # noqa: S608
+                scoped, scope_values = f"{index.scope_column} = %s AND ", [scope_id]
+            cursor.execute(
+                f"SELECT {index.row_key}, {index.scope_column}, {index.cited_id}, "  # noqa: S608
+                f"{index.version}, {index.text_column} FROM {table} "
+                f"WHERE {filters}{scoped}{index.text_column} <> ''",
+                [*values, *scope_values],
+            )
+            rows = [IndexRow(*row) for row in cursor.fetchall()]
+            cursor.executemany(_insert_sql(index), [_insert_values(row) for row in rows])
 
-    def memory_index_integrity(self) -> str | None:
-        """FTS5's own integrity check, including (rank = 1) that the index matches the
-        projection table it is built from. None when consistent, else the reason."""
-        fts = connection.ops.quote_name(MEMORY_FTS)
+    def integrity(self, index: SearchIndex) -> str | None:
+        """FTS5's own integrity check, including (rank = 1) that an external-content
+        index matches the table it is built from. None when consistent, else the reason."""
+        fts = connection.ops.quote_name(fts_table(index))
         try:
             # A savepoint, so a failed check leaves an enclosing transaction usable.
             with transaction.atomic(), connection.cursor() as cursor:
@@ -110,96 +254,20 @@ class SqliteSearchBackend:
             return f"FTS5 integrity-check failed: {error}"
         return None
 
-    # -- Experience ---------------------------------------------------------------------
 
-    def experience_match(
-        self, *, scope_id: str, terms: list[str], limit: int
-    ) -> list[RankedArtifact]:
-        """Rank the scope's approved Experience heads matching any of ``terms`` by bm25."""
-        if not terms:
-            return []
-        quote = connection.ops.quote_name
-        fts, heads = quote(EXPERIENCE_FTS), quote(ArtifactHead._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                # Only the searchable_text column carries weight in bm25. The join reads
-                # the head in the caller's snapshot: its revision is the one cited, and
-                # the family and scope filters keep anything but this scope's Experience
-                # out even if the index were wrong.
-                f"SELECT h.artifact_id, h.revision, {fts}.revision, "  # noqa: S608
-                f"bm25({fts}, 0.0, 1.0, 0.0, 0.0) AS rank, {fts}.searchable_text "
-                f"FROM {fts} JOIN {heads} h ON h.id = {fts}.rowid "
-                f"WHERE {fts} MATCH %s AND h.family = %s AND h.scope_id = %s "
-                f"ORDER BY rank, h.artifact_id LIMIT %s",
-                [match_expression(scope_id, terms), EXPERIENCE_FAMILY, scope_id, limit],
-            )
-            rows = cursor.fetchall()
-        return [
-            RankedArtifact(artifact_id, revision, int(indexed), -rank, text)
-            for artifact_id, revision, indexed, rank, text in rows
-        ]
+def _insert_sql(index: SearchIndex) -> str:
+    fts = connection.ops.quote_name(fts_table(index))
+    return (
+        f"INSERT INTO {fts}(rowid, {SCOPE_TOKEN}, {index.text_column}, "  # noqa: S608
+        f"{index.cited_id}, {index.version}) VALUES (%s, %s, %s, %s, %s)"
+    )
 
-    def experience_index(
-        self, *, head_id: int, scope_id: str, artifact_id: str, revision: int, searchable_text: str
-    ) -> None:
-        fts = connection.ops.quote_name(EXPERIENCE_FTS)
-        with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {fts} WHERE rowid = %s", [head_id])  # noqa: S608
-            cursor.execute(
-                f"INSERT INTO {fts}(rowid, scope_token, searchable_text, artifact_id, revision) "  # noqa: S608
-                "VALUES (%s, %s, %s, %s, %s)",
-                [head_id, scope_token(scope_id), searchable_text, artifact_id, revision],
-            )
 
-    def experience_index_status(self) -> str | None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s",
-                [EXPERIENCE_FTS],
-            )
-            present = cursor.fetchone() is not None
-        return None if present else f"missing full-text table: {EXPERIENCE_FTS}"
+def _insert_values(row: IndexRow) -> list[Any]:
+    return [row.row_key, scope_token(row.scope_id), row.text, row.cited_id, row.version]
 
-    def experience_rebuild(self, scope_id: str | None = None) -> None:
-        """Replace the index rows of one scope's (or every) ``experience`` head with the
-        heads' current searchable_text (recreating the table with the DDL of migration
-        ``experience.0002`` when it is missing, then for every scope). Callers run this in
-        one transaction, so under WAL a reader sees the old index or the new one, never a
-        partial one."""
-        fts = connection.ops.quote_name(EXPERIENCE_FTS)
-        heads = ArtifactHead.objects.filter(family=EXPERIENCE_FAMILY).exclude(searchable_text="")
-        with connection.cursor() as cursor:
-            if self.experience_index_status() is not None:
-                ddl = import_module("experience.migrations.0002_fulltext_sqlite")
-                for statement in (*ddl.REVERSE, *ddl.FORWARD):
-                    cursor.execute(statement)
-                scope_id = None
-            if scope_id is None:
-                cursor.execute(f"DELETE FROM {fts}")  # noqa: S608
-            else:
-                # The scope's heads' rows, and any row carrying the scope's token (a
-                # stray one would otherwise match inside the scope).
-                head_ids = list(
-                    ArtifactHead.objects.filter(
-                        family=EXPERIENCE_FAMILY, scope_id=scope_id
-                    ).values_list("id", flat=True)
-                )
-                cursor.execute(
-                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH %s",  # noqa: S608
-                    [f"scope_token : {_quoted(scope_token(scope_id))}"],
-                )
-                doomed = sorted(set(head_ids) | {row[0] for row in cursor.fetchall()})
-                for start in range(0, len(doomed), 500):
-                    batch = doomed[start : start + 500]
-                    marks = ", ".join(["%s"] * len(batch))
-                    cursor.execute(f"DELETE FROM {fts} WHERE rowid IN ({marks})", batch)  # noqa: S608
-                heads = heads.filter(scope_id=scope_id)
-            rows = heads.values_list("id", "scope_id", "artifact_id", "revision", "searchable_text")
-            cursor.executemany(
-                f"INSERT INTO {fts}(rowid, scope_token, searchable_text, artifact_id, revision) "  # noqa: S608
-                "VALUES (%s, %s, %s, %s, %s)",
-                [
-                    (head_id, scope_token(scope), text, artifact_id, revision)
-                    for head_id, scope, artifact_id, revision, text in rows.iterator()
-                ],
-            )
+
+def _as(like: Any, value: Any) -> Any:
+    """``value`` with the type of ``like`` (FTS5 hands an unindexed column back as it
+    was stored; the table's column type is the one callers compare with)."""
+    return value if isinstance(value, type(like)) else type(like)(value)

@@ -17,30 +17,34 @@ from django.utils.module_loading import import_string
 
 from contextpack import application, builder
 from memory import selectors
+from memory.search_index import MEMORY_INDEX
 from powercontext import metrics
 from powercontext.models import SourceRecord
-from powercontext.search import _BACKENDS, policy
+from powercontext.search import _ENGINES, _VENDORS, policy
 
 pytestmark = pytest.mark.django_db
 
 PREVIEW = "/admin/contextpack/preview/"
 SCOPE = "git:example.com/team/preview-repo"
 PASSWORD = "pw-for-tests"
-DUPLICATING = "tests.contextpack.test_preview.DuplicatingBackend"
+DUPLICATING = "tests.contextpack.test_preview.DuplicatingEngine"
 
 
-class DuplicatingBackend:
-    """The engine's own backend, but every Memory hit comes back twice (as a faulty index
-    could answer): the builder's duplicate rule is what keeps the pack clean."""
+class DuplicatingEngine:
+    """The database's own search engine, but every Memory hit comes back twice (as a
+    faulty index could answer): the builder's duplicate rule is what keeps the pack clean."""
 
     def __init__(self):
-        self.real = import_string(_BACKENDS[connection.vendor])()
+        self.real = import_string(_ENGINES[_VENDORS[connection.vendor]])()
 
     def __getattr__(self, name):
         return getattr(self.real, name)
 
-    def memory_match(self, **kwargs):
-        return [copy for hit in self.real.memory_match(**kwargs) for copy in (hit, hit)]
+    def match(self, index, **kwargs):
+        hits = self.real.match(index, **kwargs)
+        if index != MEMORY_INDEX:
+            return hits
+        return [copy for hit in hits for copy in (hit, hit)]
 
 
 @pytest.fixture
@@ -115,7 +119,7 @@ def test_the_preview_shows_exactly_what_prepare_returns(
     remember("The payroll export is huge: " + "payroll rows " * 300, scope_id=SCOPE)
     remember('Escapes: <b>&amp;</b> "quoted" \u2028 漢字 importer', scope_id=SCOPE)
     for backend in (None, DUPLICATING):
-        settings.POWERCONTEXT_SEARCH_BACKEND = backend
+        settings.POWERCONTEXT_SEARCH_ENGINE = backend
         expected = prepared_content(api, query, max_bytes)
         response = preview(desk, query, max_bytes)
         shown = response.context["prepared"].content
@@ -191,7 +195,7 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
 
 def test_duplicates_name_the_hit_they_repeat(api, desk, remember, settings):
     remember_many(remember, 3)
-    settings.POWERCONTEXT_SEARCH_BACKEND = DUPLICATING
+    settings.POWERCONTEXT_SEARCH_ENGINE = DUPLICATING
     response = preview(desk, "importer")
     rows = left_out(response)
     assert {rank: rows["memory", rank].hit.decision.duplicate_of for rank in (2, 4, 6)} == {
@@ -287,7 +291,7 @@ def test_a_preview_writes_nothing_and_is_not_counted(api, desk, remember, settin
         outcome="ready", search_mode=metrics.PREPARE_SEARCH_MODE
     )._value.get()
     for backend in (None, DUPLICATING):
-        settings.POWERCONTEXT_SEARCH_BACKEND = backend
+        settings.POWERCONTEXT_SEARCH_ENGINE = backend
         preview(desk, "How do we retry the importer?")
         preview(desk, "no such thing at all")
     assert _row_counts() == before

@@ -7,9 +7,10 @@ from django.db import connection
 
 from contextpack.builder import ArtifactRef, PreparedContextBuilder
 from experience.rebuild import experience_rebuild
-from experience.selectors import ExperienceIndexInconsistent, experience_search_at
+from experience.selectors import experience_search_at
 from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
+from powercontext.search import SearchInconsistent
 from tests.conftest import engine, sqlite_only
 from tests.experience.conftest import SCOPE, integrity_problems, proposal
 
@@ -119,7 +120,7 @@ def test_a_stale_index_row_is_an_internal_error_not_a_wrong_citation(propose, ap
     approve(propose("Keep the lockfile committed."))
     with connection.cursor() as cursor:
         cursor.execute("UPDATE experience_head_fts SET revision = 7")
-    with pytest.raises(ExperienceIndexInconsistent):
+    with pytest.raises(SearchInconsistent):
         _search("lockfile")
 
 

@@ -65,8 +65,8 @@ class Boom(Exception):
         "experience.services.revision_append",
         "experience.services.term_stats_adjust",
         {
-            "sqlite": "powercontext.search.sqlite.SqliteSearchBackend.experience_index",
-            "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchBackend.experience_index",
+            "sqlite": "powercontext.search.sqlite.SqliteSearchEngine.write",
+            "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchEngine.write",
         }[engine()],
         "experience.services._move_candidate",
     ],

@@ -15,9 +15,10 @@ from django.db import connection
 
 from memory.models import MemoryActiveEntry
 from memory.rebuild import memory_rebuild
+from memory.search_index import MEMORY_INDEX
 from powercontext import startup
 from powercontext.maintenance import FAMILIES
-from powercontext.search import search_backend
+from powercontext.search import search_engine
 from tests.conftest import sqlite_only
 
 pytestmark = pytest.mark.django_db
@@ -147,12 +148,12 @@ def test_rebuild_with_scope_touches_only_that_scope(seeded):
 def test_rebuild_recreates_a_dropped_fulltext_table(seeded, api):
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE memory_activeentry_fts")
-    assert "memory_activeentry_fts" in search_backend().memory_index_status()
+    assert "memory_activeentry_fts" in search_engine().status(MEMORY_INDEX)
     output = rebuild()
     assert (
         "full-text index: recreated (missing full-text object(s): memory_activeentry_fts)" in output
     )
-    assert search_backend().memory_index_status() is None
+    assert search_engine().status(MEMORY_INDEX) is None
     assert len(search_texts(api, "pushing")) == 4
     # The recreated triggers keep following writes.
     api.ok("/v1/memory/remember", {"scope_id": "scope-a", "kind": "note", "text": "pushing again"})
@@ -163,9 +164,9 @@ def test_rebuild_recreates_a_dropped_fulltext_table(seeded, api):
 def test_rebuild_recreates_a_dropped_trigger(seeded, api):
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER memory_activeentry_fts_insert")
-    assert "memory_activeentry_fts_insert" in search_backend().memory_index_status()
+    assert "memory_activeentry_fts_insert" in search_engine().status(MEMORY_INDEX)
     rebuild("--scope", "scope-a")
-    assert search_backend().memory_index_status() is None
+    assert search_engine().status(MEMORY_INDEX) is None
     api.ok("/v1/memory/remember", {"scope_id": "scope-a", "kind": "note", "text": "pushing again"})
     assert len(search_texts(api, "pushing")) == 5
 
@@ -185,9 +186,9 @@ def _drop_from_index(entry_id):
 def test_rebuild_repairs_an_index_that_drifted_from_its_table(seeded, api):
     _drop_from_index(seeded["entries"][2]["citation"]["entry_id"])
     assert len(search_texts(api, "pushing")) == 3
-    assert search_backend().memory_index_integrity() is not None
+    assert search_engine().integrity(MEMORY_INDEX) is not None
     rebuild()
-    assert search_backend().memory_index_integrity() is None
+    assert search_engine().integrity(MEMORY_INDEX) is None
     assert len(search_texts(api, "pushing")) == 4
 
 
@@ -250,7 +251,7 @@ def test_startup_rebuilds_a_missing_index(seeded, api, caplog):
         cursor.execute("DROP TABLE memory_activeentry_fts")
     with caplog.at_level(logging.INFO, logger="powercontext.startup"):
         startup.ensure_indexes()
-    assert search_backend().memory_index_status() is None
+    assert search_engine().status(MEMORY_INDEX) is None
     assert len(search_texts(api, "pushing")) == 4
     assert "rebuilding" in caplog.text
 
@@ -273,7 +274,7 @@ READER_SCRIPT = textwrap.dedent(
     from memory.models import MemoryActiveEntry
     from memory.rebuild import memory_rebuild
     from memory.services import memory_remember
-    from memory.values import scope_token
+    from powercontext.search import scope_token
 
     ENTRIES = 300
     call_command("migrate", verbosity=0)

@@ -1,7 +1,9 @@
 import pytest
 from django.db import connection
 
-from powercontext.search import search_backend
+from experience.search_index import EXPERIENCE_INDEX
+from memory.search_index import MEMORY_INDEX
+from powercontext.search import search_engine
 from tests.conftest import engine, error_code
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +42,7 @@ def test_health_ready_is_503_when_fulltext_index_is_missing(client):
         assert response.status_code == 503
         assert response.json()["checks"]["fulltext_index"]["status"] == "failing"
     finally:
-        search_backend().memory_rebuild()
+        search_engine().rebuild(MEMORY_INDEX)
     assert client.get("/health/ready").status_code == 200
 
 
@@ -62,7 +64,7 @@ def test_health_ready_is_503_when_the_experience_index_is_missing(client):
         assert check["status"] == "failing"
         assert "experience" in check["detail"]
     finally:
-        search_backend().experience_rebuild()
+        search_engine().rebuild(EXPERIENCE_INDEX)
     assert client.get("/health/ready").status_code == 200
 
 

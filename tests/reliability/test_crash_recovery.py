@@ -9,7 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from powercontext.search import search_backend
+from memory.search_index import MEMORY_INDEX
+from powercontext.search import search_engine
 from tests.conftest import engine
 from tests.reliability.conftest import run_bench
 
@@ -62,11 +63,11 @@ def test_rebuild_index_recreates_a_dropped_fulltext_index(remember, api):
         cursor.execute(DROP_INDEX[engine()])
     try:
         call_command("rebuild_index", stdout=StringIO())
-        assert search_backend().memory_index_status() is None
+        assert search_engine().status(MEMORY_INDEX) is None
         hits = api.ok("/v1/memory/search", {"scope_id": "reliability", "query": "billing"})
         assert [hit["text"] for hit in hits["hits"]] == ["Run the billing tests before pushing"]
     finally:
         # Outside a transaction the backend can recreate it on every engine; the rest
         # of the session needs the index.
-        if search_backend().memory_index_status() is not None:
-            search_backend().memory_rebuild()
+        if search_engine().status(MEMORY_INDEX) is not None:
+            search_engine().rebuild(MEMORY_INDEX)
