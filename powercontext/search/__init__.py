@@ -23,12 +23,16 @@ from powercontext.search.indexes import (
 )
 
 __all__ = [
+    "LEXICAL",
     "IndexHit",
     "IndexRow",
     "SearchEngine",
     "SearchInconsistent",
     "SearchIndex",
+    "channel_engine",
+    "channels",
     "index_ddl",
+    "register_channel",
     "scope_token",
     "search_engine",
 ]
@@ -74,25 +78,55 @@ class SearchEngine(Protocol):
         ...
 
 
-_ENGINES = {
-    "sqlite": "powercontext.search.sqlite.SqliteSearchEngine",
-    "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchEngine",
+# Channels: independent ways of matching the same declared indexes, each implemented per
+# engine by a class of the SearchEngine protocol that keeps its own objects per index
+# (the lexical channel: ``<name>_fts`` and its triggers, ``<name>_ft``). Only the lexical
+# channel exists; a vector channel registers itself here (``register_channel``) with its
+# ``<name>_vec`` objects, and the families, which only declare, do not change.
+LEXICAL = "lexical"
+_CHANNELS: dict[str, dict[str, str]] = {
+    LEXICAL: {
+        "sqlite": "powercontext.search.sqlite.SqliteSearchEngine",
+        "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchEngine",
+    },
 }
 _VENDORS = {"sqlite": "sqlite", "mysql": "oceanbase"}
 
 
+def register_channel(channel: str, implementations: dict[str, str]) -> None:
+    """Add a channel: ``implementations`` maps each engine ("sqlite", "oceanbase") to the
+    dotted path of its SearchEngine class."""
+    if channel in _CHANNELS and _CHANNELS[channel] != implementations:
+        raise ValueError(f"another search channel is already registered as {channel!r}")
+    _CHANNELS[channel] = dict(implementations)
+
+
+def channels() -> list[str]:
+    """The registered channels, the lexical one first."""
+    return [LEXICAL, *sorted(set(_CHANNELS) - {LEXICAL})]
+
+
+def channel_engine(channel: str = LEXICAL, engine: str | None = None) -> SearchEngine:
+    """``channel``'s implementation on ``engine`` (None: the default database's)."""
+    engine = engine or _VENDORS[connection.vendor]
+    implementation: SearchEngine = import_string(_CHANNELS[channel][engine])()
+    return implementation
+
+
 def search_engine() -> SearchEngine:
-    """The engine for the default database (``POWERCONTEXT_SEARCH_ENGINE`` overrides)."""
-    path = (
-        getattr(settings, "POWERCONTEXT_SEARCH_ENGINE", None)
-        or _ENGINES[_VENDORS[connection.vendor]]
-    )
-    engine: SearchEngine = import_string(path)()
-    return engine
+    """The lexical channel on the default database (``POWERCONTEXT_SEARCH_ENGINE``, a
+    dotted path, overrides)."""
+    path = getattr(settings, "POWERCONTEXT_SEARCH_ENGINE", None)
+    if path:
+        engine: SearchEngine = import_string(path)()
+        return engine
+    return channel_engine(LEXICAL)
 
 
-def index_ddl(engine: str, index: SearchIndex) -> tuple[list[str], list[str]]:
-    """(forward, reverse) DDL of ``index`` on ``engine`` ("sqlite" or "oceanbase"), for
-    ``powercontext.migration_operations.RunSQLForEngine``."""
-    engine_class: type[SearchEngine] = import_string(_ENGINES[engine])
+def index_ddl(
+    engine: str, index: SearchIndex, channel: str = LEXICAL
+) -> tuple[list[str], list[str]]:
+    """(forward, reverse) DDL of ``index``'s ``channel`` objects on ``engine`` ("sqlite"
+    or "oceanbase"), for ``powercontext.migration_operations.RunSQLForEngine``."""
+    engine_class: type[SearchEngine] = import_string(_CHANNELS[channel][engine])
     return engine_class.ddl(index)

@@ -11,16 +11,14 @@ from dataclasses import replace
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Group
-from django.db import connection
 from django.test import Client
-from django.utils.module_loading import import_string
 
 from contextpack import application, builder
 from memory import selectors
 from memory.search_index import MEMORY_INDEX
 from powercontext import metrics
 from powercontext.models import SourceRecord
-from powercontext.search import _ENGINES, _VENDORS, policy
+from powercontext.search import channel_engine, policy
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +33,7 @@ class DuplicatingEngine:
     faulty index could answer): the builder's duplicate rule is what keeps the pack clean."""
 
     def __init__(self):
-        self.real = import_string(_ENGINES[_VENDORS[connection.vendor]])()
+        self.real = channel_engine()
 
     def __getattr__(self, name):
         return getattr(self.real, name)

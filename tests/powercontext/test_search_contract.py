@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from experience import services as experience_services
-from powercontext import analyzer
-from powercontext.search import IndexRow, SearchIndex, search_engine
+from powercontext import analyzer, search
+from powercontext.search import IndexRow, SearchIndex, channel_engine, channels
 from powercontext.search.indexes import declared_indexes
 from tests.conftest import ApiClient
 from tests.experience.conftest import SOURCE, capture_source, proposal
@@ -57,6 +57,12 @@ def index(request) -> SearchIndex:
     return request.param
 
 
+@pytest.fixture(params=channels())
+def engine(request):
+    """Each registered channel's implementation on the suite's engine."""
+    return channel_engine(request.param)
+
+
 @pytest.fixture
 def make(api, index):
     def _make(text, scope_id=SCOPE):
@@ -65,68 +71,65 @@ def make(api, index):
     return _make
 
 
-def match(index, words, scope_id=SCOPE, limit=10):
-    return search_engine().match(
-        index, scope_id=scope_id, terms=analyzer.query_terms(words), limit=limit
-    )
+def match(engine, index, words, scope_id=SCOPE, limit=10):
+    return engine.match(index, scope_id=scope_id, terms=analyzer.query_terms(words), limit=limit)
 
 
 def test_every_declared_index_has_a_row_maker():
     assert {index.name for index in INDEXES} == set(ROW_MAKERS)
 
 
-def test_a_migrated_database_has_every_index(index):
-    assert search_engine().status(index) is None
+def test_a_migrated_database_has_every_index(engine, index):
+    assert engine.status(index) is None
 
 
-def test_match_cites_the_row_at_its_version_with_its_searchable_text(index, make):
+def test_match_cites_the_row_at_its_version_with_its_searchable_text(engine, index, make):
     cited = make("The nightly quokka importer retries three times")
     make("Something else entirely about deployments")
-    (hit,) = match(index, "quokka")
+    (hit,) = match(engine, index, "quokka")
     assert (hit.cited_id, hit.version) == cited
     assert hit.indexed_version == hit.version
     assert hit.score > 0
     assert "quokka" in hit.searchable_text.split()
 
 
-def test_match_stays_inside_the_scope(index, make):
+def test_match_stays_inside_the_scope(engine, index, make):
     make("The wombat cache is warmed at noon", scope_id=OTHER)
-    assert match(index, "wombat") == []
-    assert len(match(index, "wombat", scope_id=OTHER)) == 1
+    assert match(engine, index, "wombat") == []
+    assert len(match(engine, index, "wombat", scope_id=OTHER)) == 1
 
 
-def test_match_ranks_best_first_ties_by_cited_id_and_respects_the_limit(index, make):
+def test_match_ranks_best_first_ties_by_cited_id_and_respects_the_limit(engine, index, make):
     for number in range(4):
         make(f"Numbat rule {number}: numbat tests run before numbat pushes")
     make("Numbat mentioned once among many other unrelated words here")
-    hits = match(index, "numbat")
+    hits = match(engine, index, "numbat")
     assert len(hits) == 5
     keys = [(-hit.score, hit.cited_id) for hit in hits]
     assert keys == sorted(keys)
-    assert len(match(index, "numbat", limit=2)) == 2
+    assert len(match(engine, index, "numbat", limit=2)) == 2
 
 
-def test_match_of_no_terms_or_unknown_terms_finds_nothing(index, make):
+def test_match_of_no_terms_or_unknown_terms_finds_nothing(engine, index, make):
     make("The platypus dashboard refreshes hourly")
-    assert search_engine().match(index, scope_id=SCOPE, terms=[], limit=10) == []
-    assert match(index, "zzyzx") == []
+    assert engine.match(index, scope_id=SCOPE, terms=[], limit=10) == []
+    assert match(engine, index, "zzyzx") == []
 
 
-def test_rebuild_of_every_scope_or_one_answers_the_same(index, make):
+def test_rebuild_of_every_scope_or_one_answers_the_same(engine, index, make):
     make("The echidna worker drains the queue", scope_id=SCOPE)
     make("The echidna worker sleeps", scope_id=OTHER)
-    before = [match(index, "echidna", scope) for scope in (SCOPE, OTHER)]
-    engine = search_engine()
+    before = [match(engine, index, "echidna", scope) for scope in (SCOPE, OTHER)]
     engine.rebuild(index)
-    assert [match(index, "echidna", scope) for scope in (SCOPE, OTHER)] == before
+    assert [match(engine, index, "echidna", scope) for scope in (SCOPE, OTHER)] == before
     engine.rebuild(index, scope_id=SCOPE)
-    assert [match(index, "echidna", scope) for scope in (SCOPE, OTHER)] == before
+    assert [match(engine, index, "echidna", scope) for scope in (SCOPE, OTHER)] == before
     assert engine.integrity(index) is None
 
 
-def test_writing_the_current_row_again_changes_nothing(index, make):
+def test_writing_the_current_row_again_changes_nothing(engine, index, make):
     cited_id, version = make("The bilby exporter compresses its output")
-    (hit,) = match(index, "bilby")
+    (hit,) = match(engine, index, "bilby")
     table = connection.ops.quote_name(index.table)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -135,14 +138,13 @@ def test_writing_the_current_row_again_changes_nothing(index, make):
             [cited_id],
         )
         ((key, text),) = cursor.fetchall()
-    search_engine().write(index, [IndexRow(key, SCOPE, cited_id, version, text)])
-    assert match(index, "bilby") == [hit]
+    engine.write(index, [IndexRow(key, SCOPE, cited_id, version, text)])
+    assert match(engine, index, "bilby") == [hit]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_rebuild_recreates_a_dropped_index_with_its_ddl(index, make):
+def test_rebuild_recreates_a_dropped_index_with_its_ddl(engine, index, make):
     cited = make("The quoll scheduler skips holidays")
-    engine = search_engine()
     _, reverse = engine.ddl(index)
     try:
         with connection.cursor() as cursor:
@@ -151,8 +153,33 @@ def test_rebuild_recreates_a_dropped_index_with_its_ddl(index, make):
         assert engine.status(index) is not None
         engine.rebuild(index)
         assert engine.status(index) is None
-        assert [(hit.cited_id, hit.version) for hit in match(index, "quoll")] == [cited]
+        assert [(hit.cited_id, hit.version) for hit in match(engine, index, "quoll")] == [cited]
     finally:
         # DDL commits on OceanBase: whatever happened, the rest of the session needs it.
         if engine.status(index) is not None:
             engine.rebuild(index)
+
+
+class EchoChannel:
+    """A stand-in second channel: what a vector channel would register."""
+
+    checks_integrity = False
+
+    @staticmethod
+    def ddl(index):
+        return [f"CREATE TABLE {index.name}_vec (id INTEGER PRIMARY KEY)"], [
+            f"DROP TABLE {index.name}_vec"
+        ]
+
+
+def test_a_second_channel_registers_in_the_kernel_without_a_family_changing(monkeypatch):
+    monkeypatch.setattr(search, "_CHANNELS", dict(search._CHANNELS))
+    path = f"{__name__}.EchoChannel"
+    search.register_channel("echo", {"sqlite": path, "oceanbase": path})
+    assert channels() == [search.LEXICAL, "echo"]
+    assert isinstance(channel_engine("echo"), EchoChannel)
+    for index in INDEXES:
+        forward, _ = search.index_ddl("sqlite", index, channel="echo")
+        assert forward == [f"CREATE TABLE {index.name}_vec (id INTEGER PRIMARY KEY)"]
+    with pytest.raises(ValueError, match="already registered"):
+        search.register_channel("echo", {"sqlite": "elsewhere.Channel"})
