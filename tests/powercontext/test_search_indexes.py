@@ -3,9 +3,7 @@
 migrations ran before the declarations existed (an existing database must never see
 other statements), and the declarations name the tables their models use."""
 
-import ast
 from importlib import import_module
-from pathlib import Path
 
 import pytest
 
@@ -121,30 +119,3 @@ def test_every_declared_index_is_known_here_and_names_its_models_table():
     assert {index.name for index in declared_indexes()} == {name for name, _ in LITERAL_DDL}
     assert MEMORY_INDEX.table == MemoryActiveEntry._meta.db_table
     assert EXPERIENCE_INDEX.table == ArtifactHead._meta.db_table
-
-
-FAMILIES = ("memory", "experience", "contextpack", "hooks")
-
-
-def test_the_search_kernel_names_no_family_not_even_by_string():
-    # Families plug in by declaring; an import of one (or a dotted path to it) from the
-    # engines would put the arrow back the wrong way.
-    for path in sorted(
-        (Path(__file__).resolve().parents[2] / "powercontext" / "search").glob("*.py")
-    ):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if id(node) in docstrings:
-                    continue
-                names = [node.value]
-            else:
-                continue
-            for name in names:
-                assert not name.startswith(tuple(f"{family}." for family in FAMILIES)), path
-                assert name not in FAMILIES, path
