@@ -29,13 +29,13 @@ from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
 from memory.rebuild import memory_scopes, projection_diff, term_stats_diff
 from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash
-from memory.term_stats import DOCUMENTS_TERM, expected_term_stats
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.artifacts import head_revision
 from powercontext.maintenance import CheckResult
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
+from powercontext.term_counts import DOCUMENTS_TERM, expected_counts
 
 _CHUNK = 2000
 # (entry_id, entry_version_id, state) of a manifest row.
@@ -245,7 +245,7 @@ def _check_changes(
 def _check_projection(scope: str, result: CheckResult, terms: CheckResult) -> None:
     expected: Counter[str] = Counter()
     for diff in projection_diff(scope, _CHUNK):
-        expected.update(expected_term_stats(diff.searchable_texts))
+        expected.update(expected_counts(diff.searchable_texts))
         result.checked += diff.checked
         for entry_id, _ in diff.missing:
             result.add(scope, entry_id, "active entry missing from the projection")

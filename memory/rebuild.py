@@ -37,9 +37,9 @@ from django.db import connection, transaction
 from memory.models import ManifestState, MemoryActiveEntry, MemoryManifestRow, MemoryTermStat
 from memory.search_index import MEMORY_INDEX
 from memory.services import projection_values, version_verifies
-from memory.term_stats import expected_term_stats
 from powercontext.maintenance import Progress, RebuildReport
 from powercontext.search import search_engine
+from powercontext.term_counts import expected_counts
 
 # The projection columns a rebuild compares and writes (besides scope and entry ids).
 PROJECTED_FIELDS = ("entry_version_id", "kind_text_hash", "scope_token", "searchable_text")
@@ -232,7 +232,7 @@ def memory_rebuild(
             for diff in projection_diff(scope, chunk_size):
                 _apply(scope, diff, report)
                 report.unverified.extend((scope, version) for _, version in diff.unverified)
-                expected_terms.update(expected_term_stats(diff.searchable_texts))
+                expected_terms.update(expected_counts(diff.searchable_texts))
                 report.entries += diff.checked
                 if progress:
                     progress(report.entries, total)
