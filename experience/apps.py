@@ -13,6 +13,7 @@ class ExperienceConfig(AppConfig):
         from powercontext.search.indexes import register_index
 
         register_family("experience")
+        register_index(EXPERIENCE_INDEX)
         register(
             Family(
                 "experience",

@@ -7,10 +7,67 @@ heads. Not by SQLite triggers on the kernel's table: Django rebuilds a SQLite ta
 alter it, which silently drops triggers on it (migration ``experience.0002`` says more).
 On OceanBase the FULLTEXT index is on the heads' column itself, named before this
 declaration existed (``artifact_head_searchable_ft``).
+
+Its vector channel embeds the head revision's four fields as written
+(:func:`proposal_document`), not the analyzed tokens.
 """
 
-from experience.values import EXPERIENCE_FAMILY
+import json
+from collections.abc import Sequence
+
+from django.db.models import Q
+
+from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
 from powercontext.search.indexes import Kept, SearchIndex
+
+
+def proposal_document(proposal: Proposal) -> str:
+    """What the vector channel embeds for an Experience: its four fields, in order."""
+    return "\n".join(getattr(proposal, name) for name in PROPOSAL_FIELDS)
+
+
+def approval_documents(scope_id: str, candidate_id: str, version: int) -> list[str]:
+    """The document an approval of the candidate at ``version`` would index (read before
+    the approval's transaction, to embed it there; none when there is no such version:
+    the approval then fails on its own)."""
+    from experience.models import CandidateVersion
+
+    found = CandidateVersion.objects.filter(
+        candidate__scope_id=scope_id, candidate_id=candidate_id, version=version
+    ).first()
+    if found is None:
+        return []
+    return [proposal_document(Proposal(found.situation, found.action, found.outcome, found.lesson))]
+
+
+def experience_documents(row_keys: Sequence[int]) -> dict[int, str]:
+    """{head row key: the document of the head's revision}."""
+    from powercontext.models import ArtifactHead, ArtifactRevision
+
+    heads = ArtifactHead.objects.filter(pk__in=list(row_keys), family=EXPERIENCE_FAMILY)
+    key_of = {
+        (scope, artifact, revision): key
+        for key, scope, artifact, revision in heads.values_list(
+            "pk", "scope_id", "artifact_id", "revision"
+        )
+    }
+    if not key_of:
+        return {}
+    wanted = Q()
+    for scope, artifact, revision in key_of:
+        wanted |= Q(scope_id=scope, artifact_id=artifact, revision=revision)
+    revisions = ArtifactRevision.objects.filter(wanted, family=EXPERIENCE_FAMILY)
+    documents = {}
+    for scope, artifact, revision, content in revisions.values_list(
+        "scope_id", "artifact_id", "revision", "content"
+    ):
+        try:
+            proposal = Proposal.from_payload(json.loads(content))
+        except (ValueError, KeyError, TypeError):
+            continue  # not a proposal: check_integrity reports the revision
+        documents[key_of[(scope, artifact, revision)]] = proposal_document(proposal)
+    return documents
+
 
 EXPERIENCE_INDEX = SearchIndex(
     name="experience_head",
@@ -20,4 +77,5 @@ EXPERIENCE_INDEX = SearchIndex(
     filters=(("family", EXPERIENCE_FAMILY),),
     kept=Kept.BY_WRITES,
     object_names=(("oceanbase", "artifact_head_searchable_ft"),),
+    documents=experience_documents,
 )

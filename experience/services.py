@@ -24,7 +24,7 @@ from experience.models import (
     CandidateVersion,
     ReviewerToken,
 )
-from experience.search_index import EXPERIENCE_INDEX
+from experience.search_index import EXPERIENCE_INDEX, approval_documents, proposal_document
 from experience.selectors import candidate_of, current_version, proposal_of
 from experience.term_stats import term_stats_adjust
 from experience.tokens import TOKEN_PREFIX, token_hash
@@ -51,7 +51,7 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 from powercontext.refs import ArtifactRef
-from powercontext.search import IndexRow, search_engine
+from powercontext.search import IndexRow, search_engine, vectors
 
 REVIEWER_GROUP = "Experience reviewers"
 AGENT = "agent"
@@ -356,10 +356,17 @@ def candidate_approve(
     error nothing is written.
     """
     require_reviewer(reviewer)
+    # The vector is computed before the transaction (the model holds no lock).
+    documents = approval_documents(scope_id, candidate_id, expected_version)
+    embedded = vectors.embed_for(EXPERIENCE_INDEX, documents)
     with transaction.atomic():
         candidate = _lock_pending(scope_id, candidate_id, expected_version)
         version = current_version(candidate)
         artifact_id, revision = _write_experience(scope_id, version)
+        document = proposal_document(proposal_of(version))
+        vectors.write_cited(
+            EXPERIENCE_INDEX, embedded, scope_id=scope_id, cited_id=artifact_id, document=document
+        )
         now = timezone.now()
         _move_candidate(
             candidate,

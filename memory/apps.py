@@ -12,6 +12,7 @@ class MemoryConfig(AppConfig):
         from powercontext.search.indexes import register_index
 
         register_family("memory")
+        register_index(MEMORY_INDEX)
         register(
             Family(
                 "memory",

@@ -5,9 +5,23 @@ on the column on OceanBase), so every projection change reaches the index in the
 transaction. The projection row stores its scope token because a trigger cannot compute
 one. A hit cites the entry and the version the row names; ``memory.selectors`` then reads
 that version through the manifest, in the caller's snapshot.
+
+Its vector channel embeds each entry's text as written (the version's ``text``), not the
+analyzed tokens.
 """
 
+from collections.abc import Sequence
+
 from powercontext.search.indexes import Kept, SearchIndex
+
+
+def memory_documents(row_keys: Sequence[int]) -> dict[int, str]:
+    """{projection row key: the text of the entry version it names}."""
+    from memory.models import MemoryActiveEntry
+
+    rows = MemoryActiveEntry.objects.filter(pk__in=list(row_keys))
+    return dict(rows.values_list("pk", "entry_version__text"))
+
 
 MEMORY_INDEX = SearchIndex(
     name="memory_activeentry",
@@ -16,4 +30,5 @@ MEMORY_INDEX = SearchIndex(
     version="entry_version_id",
     kept=Kept.BY_ENGINE,
     scope_token_column="scope_token",  # noqa: S106 - a column name, not a secret
+    documents=memory_documents,
 )

@@ -28,6 +28,7 @@ from memory.models import (
     MemoryManifestRow,
     MemoryTermStat,
 )
+from memory.search_index import MEMORY_INDEX
 from memory.selectors import entry_of, resolve_citation
 from memory.values import (
     MEMORY_ARTIFACT_ID,
@@ -49,7 +50,7 @@ from powercontext.artifacts import (
     tagged_sha256,
 )
 from powercontext.exceptions import MemoryEntryInactive, PowerContextError, RevisionConflict
-from powercontext.search import scope_token
+from powercontext.search import scope_token, vectors
 from powercontext.term_counts import TermCounts
 
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
@@ -120,7 +121,7 @@ def memory_remember(
         entry_id = "mem_ent_" + uuid.uuid4().hex
         return _Change("add", entry_id, kind=kind, text=text, reason=reason)
 
-    return _write(scope_id=scope_id, plan=plan, expected_revision=expected_revision)
+    return _write(scope_id=scope_id, plan=plan, expected_revision=expected_revision, document=text)
 
 
 def _active_entry_says(scope_id: str, kind: str, text: str) -> bool:
@@ -170,7 +171,7 @@ def memory_entry_revise(
             "revise", citation.entry_id, kind=kind, text=text, from_version=version, reason=reason
         )
 
-    return _write(scope_id=scope_id, plan=plan)
+    return _write(scope_id=scope_id, plan=plan, document=text)
 
 
 def memory_entry_retire(
@@ -205,7 +206,11 @@ def memory_entry_reactivate(
             "reactivate", citation.entry_id, from_version=current.entry_version, reason=reason
         )
 
-    return _write(scope_id=scope_id, plan=plan)
+    # The cited version is the one reactivated (_current_version checks it).
+    document = MemoryEntryVersion.objects.filter(
+        scope_id=scope_id, entry_version_id=citation.entry_version_id
+    ).values_list("text", flat=True)
+    return _write(scope_id=scope_id, plan=plan, document=document.first())
 
 
 def _current_version(scope_id: str, citation: Citation) -> MemoryManifestRow:
@@ -226,14 +231,17 @@ def _write(
     scope_id: str,
     plan: Callable[[], _Change | None],
     expected_revision: int | None = None,
+    document: str | None = None,
 ) -> WriteResult:
+    # The entry's vector is computed before the transaction (the model holds no lock).
+    embedded = vectors.embed_for(MEMORY_INDEX, [] if document is None else [document])
     # Only a lost race is retried, and only when the caller did not pin a revision; a
     # conflict the caller asked for (a pinned revision, a stale citation) is theirs.
     attempts = 1 if expected_revision is not None else _MAX_ATTEMPTS
     for attempt in range(attempts):
         try:
             with transaction.atomic():
-                return _write_once(scope_id, plan, expected_revision)
+                return _write_once(scope_id, plan, expected_revision, embedded)
         except (HeadMoved, IntegrityError) as error:
             if attempt == attempts - 1:
                 raise RevisionConflict() from error
@@ -241,7 +249,10 @@ def _write(
 
 
 def _write_once(
-    scope_id: str, plan: Callable[[], _Change | None], expected_revision: int | None
+    scope_id: str,
+    plan: Callable[[], _Change | None],
+    expected_revision: int | None,
+    embedded: vectors.Embedded,
 ) -> WriteResult:
     head = head_revision(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
     if expected_revision is not None and expected_revision != head:
@@ -255,7 +266,8 @@ def _write_once(
         artifact_id=MEMORY_ARTIFACT_ID,
         expected_revision=head,
     )
-    version, row, record = _apply(scope_id, revision, change)
+    with vectors.writing(MEMORY_INDEX, embedded, scope_id=scope_id, cited_id=change.entry_id):
+        version, row, record = _apply(scope_id, revision, change)
     revision_append(
         scope_id=scope_id,
         family=MEMORY_FAMILY,

@@ -37,6 +37,13 @@ def _fulltext() -> dict[str, Any]:
     return {"status": "failing", "detail": detail}
 
 
+def _vectors() -> dict[str, Any]:
+    # Never failing: without vectors search answers lexically. The detail says why not.
+    from powercontext.search import vectors
+
+    return vectors.readiness()
+
+
 def _storage() -> dict[str, Any]:
     # Ready means able to take writes: recall alone would still work, but a client that
     # captures and remembers would lose every write to a server reported ready.
@@ -58,6 +65,7 @@ def readiness() -> dict[str, Any]:
         ("migrations", _migrations),
         ("fulltext_index", _fulltext),
         ("storage", _storage),
+        ("vector_index", _vectors),
     ):
         try:
             checks[name] = check()

@@ -121,11 +121,16 @@ def rebuild(
 ) -> list[RebuildReport]:
     """Rebuild every family's (or one family's) derived state; ``progress(family)`` may
     return a callback for that family's chunks."""
+    from powercontext.search import vectors
+
     reports = []
     for family in families(family_name):
         callback = progress(family.name) if progress else None
         options = {"chunk_size": chunk_size} if family.chunked else {}
         reports.append(family.load("rebuild")(scope_id=scope_id, progress=callback, **options))
+    if family_name is None:
+        # After the families: their rebuilds may have rewritten the rows vectors describe.
+        reports.extend(vectors.rebuild_all(scope_id=scope_id, progress=progress))
     return reports
 
 
@@ -134,8 +139,11 @@ def check(*, scope_id: str | None = None) -> list[CheckResult]:
     check reads what it compares inside one snapshot, so it is safe while serving."""
     with read_snapshot():
         results = [artifact_chain_check(scope_id=scope_id)]
+    from powercontext.search import vectors
+
     for family in FAMILIES:
         results.extend(family.load("check")(scope_id=scope_id))
+    results.extend(vectors.check_all(scope_id=scope_id))
     return results
 
 

@@ -81,3 +81,21 @@ class SourceRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_type}:{self.source_id} #{self.position} ({self.scope_id})"
+
+
+class VectorIndexState(models.Model):
+    """Which embedding model the vectors of one declared index were computed with.
+
+    One row per vector index (``powercontext.search.vectors``), written when the engine
+    creates the index's vector table. A process whose model has another identity or
+    dimension never reads or writes those vectors: the channel reports "model changed"
+    until ``manage.py rebuild_index`` recreates the table for the new model.
+    """
+
+    index = IdentityField(max_length=64, primary_key=True)
+    model_identity = models.CharField(max_length=200)
+    dimension = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.index}: {self.model_identity} ({self.dimension})"

@@ -109,9 +109,18 @@ HEALTH_READY = response(
             "migrations": {"status": "ok"},
             "fulltext_index": {"status": "ok"},
             "storage": {"status": "ok"},
+            "vector_index": {
+                "status": "ok",
+                "detail": "experience_head: no vector index yet (the first write creates "
+                "it, or manage.py rebuild_index); memory_activeentry: no vector index yet (the "
+                "first write creates it, or manage.py rebuild_index) (search answers "
+                "lexically meanwhile)",
+            },
         },
     },
-    "Every check passed: send traffic.",
+    "Every check passed: send traffic. ``vector_index`` never fails readiness (search "
+    "answers lexically without vectors); its detail says which vector index is not ready "
+    "and why (switched off, no vectors yet, model changed: run ``manage.py rebuild_index``).",
 )
 HEALTH_NOT_READY = response(
     "Not ready",
@@ -122,6 +131,7 @@ HEALTH_NOT_READY = response(
             "migrations": {"status": "failing", "detail": "2 migration(s) pending"},
             "fulltext_index": {"status": "ok"},
             "storage": {"status": "ok"},
+            "vector_index": {"status": "ok", "detail": "ready"},
         },
     },
     "A failing check says which and why; run `manage.py migrate` here.",

@@ -8,7 +8,7 @@ the declaration.
 """
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -39,6 +39,11 @@ class SearchIndex:
     searched one scope at a time (``scope_column``) and only among rows that match
     ``filters`` (column, value). An index kept by the engine on SQLite needs the scope
     token stored on the row (``scope_token_column``): a trigger cannot hash.
+
+    ``documents``, when given, gives the index a vector channel
+    (``powercontext.search.vectors``): it reads, for some row keys and in the caller's
+    snapshot, each row's original text to embed (not the analyzed, stemmed tokens), as
+    {row key: text}; a row it leaves out gets no vector.
     """
 
     name: str
@@ -52,6 +57,7 @@ class SearchIndex:
     kept: Kept = Kept.BY_ENGINE
     scope_token_column: str | None = None
     object_names: tuple[tuple[str, str], ...] = ()
+    documents: Callable[[Sequence[int]], dict[int, str]] | None = None
 
     def __post_init__(self) -> None:
         if self.kept is Kept.BY_ENGINE and self.scope_token_column is None:

@@ -24,7 +24,13 @@ def test_health_ready_reports_checks(client):
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ready"
-    assert set(body["checks"]) == {"database", "migrations", "fulltext_index", "storage"}
+    assert set(body["checks"]) == {
+        "database",
+        "migrations",
+        "fulltext_index",
+        "storage",
+        "vector_index",
+    }
 
 
 DROP_INDEX = {

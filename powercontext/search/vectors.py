@@ -1,0 +1,678 @@
+"""The vector channel: one derived vector index per declared search index, on any engine.
+
+Beside its full-text index, every declared index (``powercontext.search.indexes``) that
+says how to read its rows' documents (``SearchIndex.documents``) gets ``<name>_vec``:
+per row of the indexed table, keyed by the row key, the scope, the cited id and version
+the vector was computed from, and the embedding of the row's original text
+(``powercontext.embeddings``). Like the full-text index it is a projection, derived and
+rebuildable, never authoritative:
+
+- written with the row: the owning service embeds before its write transaction
+  (:func:`embed_for`, the model's time stays outside the lock) and writes the vector in
+  the transaction that writes the row (:func:`write`); a row without a vector (the model
+  switched off or missing, or written before the channel existed) is still found
+  lexically, and ``rebuild_index`` fills it in;
+- read in the caller's snapshot (:func:`vector_match`): each nearest vector is joined to
+  its row as the snapshot has it, and only a row whose cited id and version are the ones
+  the vector was computed from is a hit, so a stale or orphaned vector never is;
+- recorded with its model (``powercontext.models.VectorIndexState``): vectors of another
+  model identity or dimension are never mixed with the running model's. The channel then
+  reports "model changed" (:func:`status`) and is neither read nor written until
+  ``rebuild_index`` recreates the index for the running model.
+
+The engines (``vector_sqlite``, ``vector_oceanbase``) own the DDL, built from the
+declaration and the model's dimension, and create it on first use: when a write path
+first embeds with a model no table exists for yet, or when ``rebuild_index`` runs. Not in
+a migration, because the dimension is the model's and a model change recreates the
+table (a migration cannot know either), and because OceanBase commits DDL implicitly, so
+the table is only ever created outside a write transaction there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from django.db import DatabaseError, connection, transaction
+from django.utils.module_loading import import_string
+
+from powercontext import embeddings
+from powercontext.exceptions import PowerContextError
+from powercontext.fields import identity_text
+from powercontext.migration_operations import engine_of
+from powercontext.search.indexes import IndexHit, SearchIndex, declared_indexes
+from powercontext.snapshot import read_snapshot
+
+if TYPE_CHECKING:
+    from powercontext.maintenance import CheckResult, Progress, RebuildReport
+
+log = logging.getLogger(__name__)
+
+# Nearest vectors fetched beyond ``limit``: a stale or orphaned vector among them is
+# dropped by the join, and the hits still fill ``limit`` unless many are.
+OVERFETCH = 16
+# Rows embedded per rebuild step (one embedding call, one short write transaction).
+REBUILD_BATCH = 128
+
+_ENGINES = {
+    "sqlite": "powercontext.search.vector_sqlite.SqliteVectors",
+    "oceanbase": "powercontext.search.vector_oceanbase.OceanBaseVectors",
+}
+
+
+class VectorsNotReady(PowerContextError):
+    """The vector channel of an index cannot be read now (switched off, no model, no
+    vector table yet, or the vectors are of another model): search lexically."""
+
+    default_message = "The vector index is not ready; run manage.py rebuild_index."
+
+
+# -- values ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """One row a write path has just written, with the original text its vector is of."""
+
+    row_key: int
+    scope_id: str
+    cited_id: str
+    version: int | str
+    document: str
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Vectors computed before a write transaction (:func:`embed_for`). ``identity`` is
+    None when nothing was embedded, and ``reason`` then says why."""
+
+    documents: tuple[str, ...] = ()
+    vectors: Any = None
+    identity: str | None = None
+    reason: str | None = None
+
+    def vector_for(self, document: str) -> Any:
+        """The vector of ``document``, or None when it was not embedded."""
+        if self.identity is None or document not in self.documents:
+            return None
+        return self.vectors[self.documents.index(document)]
+
+
+class State(StrEnum):
+    READY = "ready"
+    OFF = "off"
+    UNAVAILABLE = "unavailable"
+    MISSING = "missing"
+    MODEL_CHANGED = "model_changed"
+
+
+@dataclass(frozen=True)
+class VectorStatus:
+    index: str
+    state: State
+    detail: str
+    # The model the stored vectors are of, as recorded (None before the first one).
+    identity: str | None = None
+    dimension: int | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state is State.READY
+
+
+@dataclass(frozen=True)
+class StoredVector:
+    cited_id: str
+    version: str
+
+
+@dataclass
+class Coverage:
+    """How the vectors of an index compare with its rows (check and rebuild)."""
+
+    rows: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # key: scope, cited, ver
+    stored: dict[int, StoredVector] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[int]:
+        return [key for key in self.rows if key not in self.stored]
+
+    @property
+    def stale(self) -> list[int]:
+        return [
+            key
+            for key, (_, cited, version) in self.rows.items()
+            if key in self.stored and self.stored[key] != StoredVector(cited, version)
+        ]
+
+    @property
+    def orphaned(self) -> list[int]:
+        return [key for key in self.stored if key not in self.rows]
+
+
+# -- the engines ----------------------------------------------------------------------
+
+
+class VectorEngine(Protocol):
+    # Whether DDL may run inside a transaction (SQLite) or commits it (OceanBase).
+    transactional_ddl: ClassVar[bool]
+
+    @staticmethod
+    def ddl(index: SearchIndex, dimension: int) -> tuple[list[str], list[str]]:
+        """(create, drop) statements of the index's vector objects. Pure."""
+        ...
+
+    def problem(self, index: SearchIndex) -> str | None:
+        """None when every vector object of the index exists, else what is missing."""
+        ...
+
+    def upsert(self, index: SearchIndex, rows: Sequence[tuple[VectorRow, Any]]) -> None:
+        """Store each (row, vector), replacing the row key's previous vector."""
+        ...
+
+    def delete(self, index: SearchIndex, row_keys: Sequence[int]) -> None: ...
+
+    def nearest(
+        self, index: SearchIndex, *, scope_id: str, vector: Any, k: int
+    ) -> list[tuple[int, str, str, float]]:
+        """The ``k`` nearest vectors of the scope: (row key, cited id, version, cosine
+        distance), nearest first. Only the vector table is read; the caller joins."""
+        ...
+
+    def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]: ...
+
+
+def vector_engine() -> VectorEngine:
+    engine: VectorEngine = import_string(_ENGINES[engine_of(connection)])()
+    return engine
+
+
+def vector_indexes() -> list[SearchIndex]:
+    """The declared indexes that have a vector channel."""
+    return [index for index in declared_indexes() if index.documents is not None]
+
+
+def vec_table(index: SearchIndex) -> str:
+    return index.name + "_vec"
+
+
+# -- the model and its record ---------------------------------------------------------
+
+
+def _model() -> embeddings.Embedder:
+    return embeddings.embedder()
+
+
+def _recorded(index: SearchIndex) -> tuple[str, int] | None:
+    from powercontext.models import VectorIndexState
+
+    return (
+        VectorIndexState.objects.filter(index=index.name)
+        .values_list("model_identity", "dimension")
+        .first()
+    )
+
+
+def _recorded_raw(index: SearchIndex) -> tuple[str, int] | None:
+    """:func:`_recorded` in one plain statement (the read path runs it per query)."""
+    from powercontext.models import VectorIndexState
+
+    table = connection.ops.quote_name(VectorIndexState._meta.db_table)
+    column = connection.ops.quote_name("index")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT model_identity, dimension FROM {table} WHERE {column} = %s",  # noqa: S608
+            [index.name],
+        )
+        found = cursor.fetchone()
+    return None if found is None else (found[0], int(found[1]))
+
+
+def _identity() -> tuple[str, int] | None:
+    try:
+        model = _model()
+    except embeddings.EmbeddingsUnavailable:
+        return None
+    return model.identity, model.dimension
+
+
+def _record(index: SearchIndex, model: embeddings.Embedder) -> None:
+    from powercontext.models import VectorIndexState
+
+    VectorIndexState.objects.update_or_create(
+        index=index.name,
+        defaults={"model_identity": model.identity, "dimension": model.dimension},
+    )
+
+
+def _create(index: SearchIndex, model: embeddings.Embedder, *, replace: bool) -> None:
+    """Create the index's vector objects for ``model`` (dropping what is there first when
+    ``replace``) and record the model, atomically where the engine allows."""
+    engine = vector_engine()
+    forward, reverse = engine.ddl(index, model.dimension)
+    statements = [*reverse, *forward] if replace else forward
+    if engine.transactional_ddl:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+            _record(index, model)
+        return
+    # DDL commits on its own here: drop, create, then record; a crash in between leaves
+    # no record or an empty table, which status reports and a rebuild repairs.
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+    _record(index, model)
+
+
+def _ensure(index: SearchIndex, model: embeddings.Embedder) -> None:
+    """Create the vector objects on first use, when that is safe here."""
+    if _recorded(index) is not None:
+        return
+    engine = vector_engine()
+    if connection.in_atomic_block and not engine.transactional_ddl:
+        return  # DDL would commit the caller's transaction: rebuild_index creates it
+    _create(index, model, replace=True)
+
+
+# -- status ---------------------------------------------------------------------------
+
+
+def status(index: SearchIndex) -> VectorStatus:
+    """Whether the index's vector channel can be read now, and if not why (cheap once the
+    model is loaded: one row and a catalogue lookup)."""
+    if not embeddings.enabled():
+        return VectorStatus(index.name, State.OFF, "switched off (POWERCONTEXT_EMBEDDINGS=off)")
+    recorded = _recorded(index)
+    identity, dimension = recorded if recorded else (None, None)
+    try:
+        model = _model()
+    except embeddings.EmbeddingsUnavailable as error:
+        return VectorStatus(index.name, State.UNAVAILABLE, str(error), identity, dimension)
+    if recorded is None:
+        return VectorStatus(
+            index.name,
+            State.MISSING,
+            "no vector index yet (the first write creates it, or manage.py rebuild_index)",
+        )
+    problem = vector_engine().problem(index)
+    if problem is not None:
+        return VectorStatus(
+            index.name, State.MISSING, f"{problem}: run manage.py rebuild_index", *recorded
+        )
+    if recorded != (model.identity, model.dimension):
+        return VectorStatus(
+            index.name,
+            State.MODEL_CHANGED,
+            f"not ready: model changed (vectors of {identity}, {dimension} dimensions; "
+            f"the model is {model.identity}, {model.dimension}), run manage.py rebuild_index",
+            *recorded,
+        )
+    return VectorStatus(index.name, State.READY, "ready", *recorded)
+
+
+# -- writing --------------------------------------------------------------------------
+
+
+def embed_for(index: SearchIndex, documents: Sequence[str]) -> Embedded:
+    """Embed ``documents`` for ``index``, BEFORE the write transaction that stores them
+    (a model call holds no lock). Never fails the write: with the channel off or the
+    model missing it returns no vectors and the entries are found lexically only. Creates
+    the index's vector objects on first use (outside any transaction on OceanBase)."""
+    texts = tuple(documents)
+    if not texts or index.documents is None:
+        return Embedded(texts, reason="nothing to embed")
+    if not embeddings.enabled():
+        return Embedded(texts, reason="switched off")
+    try:
+        model = _model()
+        vectors = model.embed_documents(list(texts))
+        _ensure(index, model)
+    except embeddings.EmbeddingsUnavailable as error:
+        return Embedded(texts, reason=str(error))
+    return Embedded(texts, vectors, model.identity)
+
+
+def write(index: SearchIndex, embedded: Embedded, rows: Iterable[VectorRow]) -> None:
+    """Store the vectors of ``rows`` (just written in the caller's transaction, so the
+    vectors commit or roll back with them). A row whose document was not embedded, or was
+    embedded by another model than the index's, loses its previous vector instead: that
+    one describes an older version."""
+    rows = list(rows)
+    if not rows:
+        return
+    recorded = _recorded(index)
+    if recorded is None:
+        return  # no vector index (yet): nothing to keep in step
+    engine = vector_engine()
+    same_model = embedded.identity is not None and recorded[0] == embedded.identity
+    keep, drop = [], []
+    for row in rows:
+        vector = embedded.vector_for(row.document) if same_model else None
+        if vector is None:
+            drop.append(row.row_key)
+        else:
+            keep.append((row, vector))
+    if drop:
+        engine.delete(index, drop)
+    if keep:
+        engine.upsert(index, keep)
+
+
+@contextmanager
+def writing(
+    index: SearchIndex,
+    embedded: Embedded,
+    *,
+    scope_id: str,
+    cited_id: str,
+    document: str | None = None,
+) -> Iterator[None]:
+    """Around the statements of a write transaction that change the row of ``index``
+    citing ``cited_id``: afterwards the row's vector is :func:`write_cited`'s, and when the
+    block deleted the row (a retired entry) its vector goes with it."""
+    before = _row_of(index, scope_id, cited_id)
+    yield
+    if _row_of(index, scope_id, cited_id) is None:
+        if before is not None and _recorded(index) is not None:
+            vector_engine().delete(index, [before[0]])
+        return
+    write_cited(index, embedded, scope_id=scope_id, cited_id=cited_id, document=document)
+
+
+def _row_of(index: SearchIndex, scope_id: str, cited_id: str) -> tuple[int, Any] | None:
+    """(row key, version) of the row citing ``cited_id`` in the scope, if any."""
+    quote = connection.ops.quote_name
+    conditions = " AND ".join(
+        f"{quote(column)} = %s"
+        for column in (index.scope_column, index.cited_id, *(name for name, _ in index.filters))
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote(index.row_key)}, {quote(index.version)} "  # noqa: S608 - names only
+            f"FROM {quote(index.table)} WHERE {conditions}",
+            [scope_id, cited_id, *(value for _, value in index.filters)],
+        )
+        found = cursor.fetchone()
+    return None if found is None else (int(found[0]), _version(found[1]))
+
+
+def write_cited(
+    index: SearchIndex,
+    embedded: Embedded,
+    *,
+    scope_id: str,
+    cited_id: str,
+    document: str | None = None,
+) -> None:
+    """:func:`write` for the one row of ``index`` citing ``cited_id`` in the scope, as the
+    caller's transaction has just left it (nothing when it has no such row: a retired
+    entry, whose vector went with its row). Its document is ``document``, by default the
+    one text ``embedded`` holds."""
+    if document is None:
+        if len(embedded.documents) != 1:
+            return
+        document = embedded.documents[0]
+    if _recorded(index) is None:
+        return
+    found = _row_of(index, scope_id, cited_id)
+    if found is not None:
+        write(index, embedded, [VectorRow(found[0], scope_id, cited_id, found[1], document)])
+
+
+# -- searching ------------------------------------------------------------------------
+
+
+def vector_match(
+    index: SearchIndex, *, scope_id: str, query_vector: Any, limit: int
+) -> list[IndexHit]:
+    """The ``limit`` rows of the scope nearest to ``query_vector``, best first: ``score``
+    is the cosine similarity (higher is better), ties by cited id.
+
+    Run it in the caller's read snapshot (``read_snapshot``): the rows are read there, and
+    only a row whose cited id and version are those its vector was computed from is a
+    hit. Raises :class:`VectorsNotReady` when the channel cannot be read."""
+    # The cheap test first (one row); status() says why when it fails.
+    if not embeddings.enabled() or _recorded_raw(index) != _identity():
+        raise VectorsNotReady(f"{index.name}: {status(index).detail}")
+    if limit <= 0:
+        return []
+    engine = vector_engine()
+    try:
+        # No savepoint (SQLite's read snapshot is a hand-opened transaction): a missing
+        # table fails the statement alone, on either engine.
+        nearest = engine.nearest(index, scope_id=scope_id, vector=query_vector, k=limit + OVERFETCH)
+    except DatabaseError as error:
+        raise VectorsNotReady(f"{index.name}: {status(index).detail}") from error
+    if not nearest:
+        return []
+    rows = _rows(index, [key for key, *_ in nearest], scope_id=scope_id, with_text=True)
+    hits = []
+    for key, cited, version, distance in nearest:
+        row = rows.get(key)
+        if row is None or row[1] != cited or str(row[2]) != version:
+            continue  # the row is gone, or the vector describes another version
+        _, cited_id, row_version, text = row
+        hits.append(IndexHit(cited_id, row_version, row_version, 1.0 - float(distance), text))
+    hits.sort(key=lambda hit: (-hit.score, hit.cited_id))
+    return hits[:limit]
+
+
+def _rows(
+    index: SearchIndex,
+    keys: Sequence[int] | None,
+    *,
+    scope_id: str | None,
+    with_text: bool = False,
+) -> dict[int, tuple[Any, ...]]:
+    """{row key: (scope, cited id, version[, searchable text])} of the indexed rows that
+    can have a vector (the fixed filters hold, the text is not empty), read in the
+    caller's snapshot; of ``keys`` only, or all of them."""
+    quote = connection.ops.quote_name
+    columns = [index.row_key, index.scope_column, index.cited_id, index.version]
+    if with_text:
+        columns.append(index.text_column)
+    conditions = [f"{quote(column)} = %s" for column, _ in index.filters]
+    params: list[Any] = [value for _, value in index.filters]
+    conditions.append(f"{quote(index.text_column)} <> ''")
+    if scope_id is not None:
+        conditions.append(f"{quote(index.scope_column)} = %s")
+        params.append(scope_id)
+    sql = (
+        f"SELECT {', '.join(quote(column) for column in columns)} "  # noqa: S608 - names only
+        f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
+    )
+    found: dict[int, tuple[Any, ...]] = {}
+    batches: Iterable[Sequence[int] | None] = (
+        [None]
+        if keys is None
+        else [keys[start : start + 500] for start in range(0, len(keys), 500)]
+    )
+    with connection.cursor() as cursor:
+        for batch in batches:
+            if batch is None:
+                cursor.execute(sql, params)
+            else:
+                marks = ", ".join(["%s"] * len(batch))
+                cursor.execute(f"{sql} AND {quote(index.row_key)} IN ({marks})", [*params, *batch])
+            for key, scope, cited, version, *text in cursor.fetchall():
+                # Identity columns come back as bytes on OceanBase; a version may be a
+                # number (a revision): the vector stores it as text.
+                row = (identity_text(scope), identity_text(cited))
+                if with_text:
+                    found[int(key)] = (*row, _version(version), *text)
+                else:
+                    found[int(key)] = (*row, str(_version(version)))
+    return found
+
+
+def _scope_cited_version(row: tuple[Any, ...]) -> tuple[str, str, str]:
+    scope, cited, version = row
+    return scope, cited, version
+
+
+def _version(value: Any) -> Any:
+    return bytes(value).decode("utf-8") if isinstance(value, bytes | bytearray) else value
+
+
+# -- rebuilding and checking ----------------------------------------------------------
+
+
+def coverage(index: SearchIndex, *, scope_id: str | None = None) -> Coverage:
+    """The rows and the stored vectors, read in one snapshot."""
+    engine = vector_engine()
+    with read_snapshot():
+        rows = _rows(index, None, scope_id=scope_id)
+        stored = engine.stored(index, scope_id) if engine.problem(index) is None else {}
+    return Coverage(rows, stored)
+
+
+def rebuild(
+    index: SearchIndex,
+    *,
+    scope_id: str | None = None,
+    batch_size: int = REBUILD_BATCH,
+    progress: Progress | None = None,
+) -> RebuildReport:
+    """(Re)embed the rows of ``index`` that have no vector or a stale one, and drop the
+    vectors of rows that are gone; after a model change (or with the vector objects
+    missing) recreate them for the running model and embed every row, of every scope.
+
+    Unlike a family's rebuild this is not one transaction: the model's time would hold
+    the write lock for minutes. Each batch is embedded outside any transaction, then
+    written in a short one that first rereads the batch's rows and stores a vector only
+    for a row still at the version it was computed from. Every stored vector is valid on
+    its own, so a reader meanwhile sees fewer vectors, never wrong ones. Idempotent."""
+    from powercontext.maintenance import RebuildReport
+
+    started = time.monotonic()
+    report = RebuildReport(f"{index.name} vectors", unit="rows embedded")
+    current = status(index)
+    if current.state in (State.OFF, State.UNAVAILABLE):
+        report.index = f"vectors skipped: {current.detail}"
+        report.seconds = time.monotonic() - started
+        return report
+    model = _model()
+    recreated = current.state in (State.MISSING, State.MODEL_CHANGED)
+    if recreated:
+        if connection.in_atomic_block and not vector_engine().transactional_ddl:
+            # DDL would commit the caller's transaction here (OceanBase).
+            report.index = f"vectors skipped inside a transaction: {current.detail}"
+            report.seconds = time.monotonic() - started
+            return report
+        _create(index, model, replace=True)
+        scope_id = None
+    state = coverage(index, scope_id=scope_id)
+    orphaned = state.orphaned
+    if orphaned:
+        with transaction.atomic():
+            vector_engine().delete(index, orphaned)
+    todo = sorted([*state.missing, *state.stale])
+    report.scopes = len({scope for scope, _, _ in state.rows.values()})
+    report.deleted = len(orphaned)
+    embedded_seconds = 0.0
+    done = 0
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        with read_snapshot():
+            rows = _rows(index, batch, scope_id=None)
+            documents = index.documents(list(rows)) if index.documents else {}
+        keys = [key for key in batch if key in rows and key in documents]
+        began = time.monotonic()
+        vectors = model.embed_documents([documents[key] for key in keys])
+        embedded_seconds += time.monotonic() - began
+        with transaction.atomic():
+            now = _rows(index, keys, scope_id=None)
+            fresh = [
+                (VectorRow(key, *_scope_cited_version(rows[key]), documents[key]), vector)
+                for key, vector in zip(keys, vectors, strict=True)
+                if now.get(key) == rows[key]
+            ]
+            if _recorded(index) == (model.identity, model.dimension) and fresh:
+                vector_engine().upsert(index, fresh)
+        report.inserted += len(fresh)
+        done += len(batch)
+        if progress:
+            progress(done, len(todo))
+    report.entries = len(todo)
+    report.seconds = time.monotonic() - started
+    rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0
+    what = "recreated for the model and " if recreated else ""
+    report.index = (
+        f"{what}{report.inserted} vector(s) embedded at {rate:,.0f} entries/s "
+        f"(model {embedded_seconds:.2f}s), {len(orphaned)} orphaned vector(s) dropped"
+    )
+    return report
+
+
+def check(index: SearchIndex, *, scope_id: str | None = None) -> CheckResult:
+    """Vectors of another model, missing vector objects, rows with no vector, stale
+    vectors (of another version than the row's) and orphaned ones (of no row)."""
+    from powercontext.maintenance import CheckResult
+
+    result = CheckResult(f"{index.name}.vectors")
+    current = status(index)
+    if current.state in (State.OFF, State.UNAVAILABLE):
+        result.skipped = current.detail
+        return result
+    if current.state is State.MISSING:
+        # No vector index at all (never created, or dropped): nothing to compare; the
+        # rows are found lexically, and rebuild_index creates and fills it.
+        result.skipped = current.detail
+        return result
+    if current.state is not State.READY:
+        result.add(None, index.name, current.detail)
+    state = coverage(index, scope_id=scope_id)
+    result.checked = len(state.rows)
+    for key in state.missing:
+        scope, cited, version = state.rows[key]
+        result.add(scope, f"{cited}@{version}", "has no vector (rebuild_index embeds it)")
+    for key in state.stale:
+        scope, cited, version = state.rows[key]
+        stored = state.stored[key]
+        result.add(
+            scope,
+            f"{cited}@{version}",
+            f"vector is of {stored.cited_id}@{stored.version}, not of the row (stale)",
+        )
+    for key in state.orphaned:
+        stored = state.stored[key]
+        result.add(
+            scope_id, f"{stored.cited_id}@{stored.version}", f"vector of row {key}, which is gone"
+        )
+    return result
+
+
+def rebuild_all(
+    *,
+    scope_id: str | None = None,
+    progress: Callable[[str], Progress | None] | None = None,
+) -> list[RebuildReport]:
+    """Every vector index's :func:`rebuild` (``rebuild_index`` runs this after the
+    families, whose rebuilds may have rewritten the rows)."""
+    reports = []
+    for index in vector_indexes():
+        name = f"{index.name} vectors"
+        reports.append(
+            rebuild(index, scope_id=scope_id, progress=progress(name) if progress else None)
+        )
+    return reports
+
+
+def check_all(*, scope_id: str | None = None) -> list[CheckResult]:
+    return [check(index, scope_id=scope_id) for index in vector_indexes()]
+
+
+def readiness() -> dict[str, Any]:
+    """``/health/ready``'s ``vector_index`` check: never failing (lexical search answers
+    without vectors), but its detail says plainly which channel is not ready and why."""
+    states = [status(index) for index in vector_indexes()]
+    if all(state.ready for state in states):
+        return {"status": "ok", "detail": "ready"}
+    detail = "; ".join(f"{state.index}: {state.detail}" for state in states)
+    return {"status": "ok", "detail": f"{detail} (search answers lexically meanwhile)"}
