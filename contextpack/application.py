@@ -40,8 +40,9 @@ from memory.selectors import memory_head, memory_search_at
 from memory.values import memory_ref
 from powercontext import analyzer, metrics
 from powercontext.refs import ArtifactRef
+from powercontext.search import hybrid
 from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
-from powercontext.search.ranking import query_segments
+from powercontext.search.ranking import query_segments, semantic_text
 from powercontext.snapshot import read_snapshot
 from powercontext.term_counts import TermCounts
 
@@ -72,10 +73,11 @@ def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedCon
     Each call is counted in the privacy-safe metrics (``powercontext.metrics``): its
     outcome, content bytes and the builder's aggregate counters, nothing else.
     """
+    search_mode = "hybrid" if hybrid.can_embed() else "fts"
     try:
         prepared = _prepare(scope_id=scope_id, query=query, max_bytes=max_bytes)
     except Exception:
-        metrics.observe_prepare_failed()
+        metrics.observe_prepare_failed(search_mode)
         raise
     metrics.observe_prepared(
         status=prepared.status,
@@ -84,6 +86,7 @@ def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedCon
         items_included=prepared.items_included,
         items_truncated=prepared.items_truncated,
         items_skipped_for_budget=prepared.items_skipped_for_budget,
+        search_mode=search_mode,
     )
     return prepared
 
@@ -137,6 +140,10 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
     prompts = recent_prompt_terms(scope_id=scope_id, query=query)
     recurring = recurring_terms(terms, prompts)
     segments = query_segments(query)
+    # Embedded here, once the user's boilerplate is known (a read snapshot holds no lock:
+    # WAL readers and REPEATABLE READ never block a writer). None when the channel cannot
+    # embed: the pack is then the lexical one.
+    vector = hybrid.query_vector(semantic_text(query, recurring))
     memory_hits = [
         MemoryHit(
             citation=MemoryCitation(
@@ -153,6 +160,7 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
             limit=MEMORY_WINDOW + beyond_window,
             recurring=recurring,
             segments=segments,
+            vector=vector,
         )
     ]
     experience_hits = [
@@ -163,6 +171,7 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
             limit=EXPERIENCE_WINDOW + beyond_window,
             recurring=recurring,
             segments=segments,
+            vector=vector,
         )
     ]
     return _Retrieved(

@@ -36,7 +36,7 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import IndexHit, SearchInconsistent, search_engine
+from powercontext.search import IndexHit, SearchInconsistent, hybrid, search_engine
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
 
@@ -234,6 +234,7 @@ def experience_search_at(
     limit: int,
     recurring: Collection[str] = frozenset(),
     segments: Sequence[Collection[str]] | None = None,
+    vector: Any | None = None,
 ) -> list[ExperienceFound]:
     """Approved Experience of the scope matching a query's analyzer ``terms``, best first
     (ties by artifact id), each citing its exact head revision with its four fields;
@@ -242,7 +243,9 @@ def experience_search_at(
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
-    SearchInconsistent when the index describes another revision than the head.
+    SearchInconsistent when the index describes another revision than the head. With a
+    query ``vector`` the semantic channel's nearest heads join and the two are fused
+    (``powercontext.search.hybrid``).
     """
     plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
     engine = search_engine()
@@ -257,11 +260,13 @@ def experience_search_at(
             )
     if any(hit.version != hit.indexed_version for hit in candidates):
         raise SearchInconsistent()
-    by_id = {hit.cited_id: hit for hit in candidates}
+    semantic = hybrid.semantic_hits(
+        EXPERIENCE_INDEX, scope_id=scope_id, vector=vector, limit=max(limit, CANDIDATE_POOL)
+    )
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    ranked = [by_id[artifact_id] for artifact_id, _ in scored[:limit]]
+    ranked = [item.hit for item in hybrid.ranked(candidates, scored, semantic)[:limit]]
     if not ranked:
         return []
     query_filter = Q()

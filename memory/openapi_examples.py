@@ -78,23 +78,27 @@ SEARCH_RESPONSE = response(
     "One hit",
     {
         "memory": memory_ref(1),
-        "mode": "fts",
+        "mode": "hybrid",
         "hits": [
             {
                 "citation": citation(1, ENTRY_VERSION_1),
                 "text": TEXT_1,
                 "score": 1.0,
-                "matched_by": ["fts"],
+                "matched_by": ["fts", "vector"],
             }
         ],
     },
-    "Best first; `score` is relative to the best hit (0..1).",
+    "Best first; `score` is relative to the best hit (0..1); `mode` says which ran "
+    "(`auto` is `hybrid` once the vector index is ready) and `matched_by` which channels "
+    "found the hit.",
 )
 SEARCH_UNSUPPORTED = error(
-    "Vector search",
+    "Vector search, channel off",
     "capability_not_supported",
-    "Search mode 'vector' is not supported by this server.",
-    description="`GET /v1/capabilities` lists the modes this server offers.",
+    "Search mode 'vector' needs the vector index, which is not ready: "
+    "switched off (POWERCONTEXT_EMBEDDINGS=off).",
+    description="`GET /v1/capabilities` lists the modes this server offers; "
+    "`/health/ready` says why a vector index is not ready.",
 )
 
 LIST_REQUEST = request("Active entries", {"scope_id": SCOPE, "limit": 100})

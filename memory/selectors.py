@@ -36,13 +36,12 @@ from powercontext.exceptions import (
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import IndexHit, SearchInconsistent, search_engine
+from powercontext.search import IndexHit, SearchInconsistent, hybrid, search_engine, vectors
 from powercontext.search.policy import CANDIDATE_POOL
 from powercontext.search.ranking import rank
 from powercontext.snapshot import read_snapshot
 from powercontext.term_counts import TermCounts
 
-SEARCH_MODES = ("auto", "fts")
 # A list page stops before the entry that would take its entries past this many bytes
 # (text, kind and references, UTF-8), and always holds at least one entry: 1000 entries
 # of 8 KiB would otherwise make one response of 10 to 20 MB (docs/RELIABILITY.md,
@@ -225,6 +224,8 @@ class MemorySearchHit:
     entry_version_id: str
     text: str
     score: float
+    # The channels that proposed the hit (``powercontext.search.fusion``).
+    channels: tuple[str, ...] = ("fts",)
 
 
 def memory_search_at(
@@ -236,6 +237,8 @@ def memory_search_at(
     recurring: Collection[str] = frozenset(),
     segments: Sequence[Collection[str]] | None = None,
     fill: bool = False,
+    vector: Any | None = None,
+    lexical: bool = True,
 ) -> list[MemorySearchHit]:
     """Full-text hits for a query's analyzer ``terms`` against revision ``head``, best
     first: the engine's candidates scored by the policy's weighted terms
@@ -244,6 +247,10 @@ def memory_search_at(
     candidates are fetched when the rare terms find none or, with ``fill``, fewer than
     ``limit`` (a deliberate search wants every entry that holds its words; a prompt's pack
     is better without the entries that share only its common words).
+
+    With a query ``vector`` the semantic channel's nearest entries join the candidates
+    and the two are fused (``powercontext.search.hybrid``); an entry without a vector is
+    still found by its words. ``lexical=False`` searches by meaning only.
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
@@ -257,7 +264,7 @@ def memory_search_at(
     )
     engine = search_engine()
     candidates: list[IndexHit] = []
-    for group in (plan.match, plan.fallback):
+    for group in (plan.match, plan.fallback) if lexical else ():
         if group and (not candidates or (fill and len(candidates) < limit)):
             seen = {hit.cited_id for hit in candidates}
             candidates += [
@@ -270,13 +277,17 @@ def memory_search_at(
                 )
                 if hit.cited_id not in seen
             ]
-    if not candidates:
+    semantic = hybrid.semantic_hits(
+        MEMORY_INDEX, scope_id=scope_id, vector=vector, limit=max(limit, CANDIDATE_POOL)
+    )
+    if not candidates and not semantic:
         return []
-    by_id = {hit.cited_id: hit for hit in candidates}
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    ranked = [replace(by_id[entry_id], score=score) for entry_id, score in scored[:limit]]
+    fused = hybrid.ranked(candidates, scored, semantic)[:limit]
+    ranked = [replace(item.hit, score=item.score) for item in fused]
+    channels = {item.hit.cited_id: item.channels for item in fused}
     rows = _active_versions(scope_id, ranked)
     hits = []
     for hit in ranked:
@@ -284,11 +295,22 @@ def memory_search_at(
         if row is None:
             # Revision 0 names no revision: a hit with no active manifest row at all,
             # which the callers refuse (the builder's head check, SearchInconsistent).
-            hits.append(MemorySearchHit(0, hit.cited_id, str(hit.version), "", hit.score))
+            hits.append(
+                MemorySearchHit(
+                    0, hit.cited_id, str(hit.version), "", hit.score, channels[hit.cited_id]
+                )
+            )
             continue
         valid_from, entry_id, entry_version_id, text = row
         hits.append(
-            MemorySearchHit(max(valid_from, head), entry_id, entry_version_id, text, hit.score)
+            MemorySearchHit(
+                max(valid_from, head),
+                entry_id,
+                entry_version_id,
+                text,
+                hit.score,
+                channels[hit.cited_id],
+            )
         )
     return hits
 
@@ -326,29 +348,56 @@ def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[i
 
 
 def memory_search(
-    *, scope_id: str, query: str, limit: int = 10, mode: str = "auto"
+    *, scope_id: str, query: str, limit: int = 10, mode: str = hybrid.AUTO
 ) -> MemorySearchResult:
-    """The search operation: normalised scores (best hit 1.0), ties by entry id."""
-    if mode not in SEARCH_MODES:
+    """The search operation: normalised scores (best hit 1.0), ties by entry id.
+
+    ``mode``: ``fts`` ranks by the query's words, ``vector`` by its meaning, ``hybrid``
+    by both (``powercontext.search.hybrid``); ``auto`` is hybrid when the vector index is
+    ready and fts otherwise. The result's ``mode`` says which ran. ``vector`` and
+    ``hybrid`` asked for while the vector index cannot be read are refused
+    (``capability_not_supported``, with the reason) rather than quietly answered by fts.
+    """
+    if mode not in hybrid.SEARCH_MODES:
         raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")
+    if mode != hybrid.FTS:
+        status = vectors.status(MEMORY_INDEX)
+        if not status.ready and mode != hybrid.AUTO:
+            raise CapabilityNotSupported(
+                f"Search mode {mode!r} needs the vector index, which is not ready: {status.detail}."
+            )
+        if mode == hybrid.AUTO:
+            mode = hybrid.HYBRID if status.ready else hybrid.FTS
+    # Embedded before the snapshot opens: the model holds no lock.
+    vector = hybrid.query_vector(query) if mode != hybrid.FTS else None
+    if mode != hybrid.FTS and vector is None:
+        mode = hybrid.FTS
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
         if head == 0:
             return MemorySearchResult(memory=None, mode=None, hits=[])
         terms = analyzer.query_terms(query)
-        hits = memory_search_at(scope_id=scope_id, head=head, terms=terms, limit=limit, fill=True)
+        hits = memory_search_at(
+            scope_id=scope_id,
+            head=head,
+            terms=terms,
+            limit=limit,
+            fill=True,
+            vector=vector,
+            lexical=mode != hybrid.VECTOR,
+        )
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0
     return MemorySearchResult(
         memory=memory_ref(head),
-        mode="fts",
+        mode=mode,
         hits=[
             MemoryFound(
                 citation=Citation(hit.revision, hit.entry_id, hit.entry_version_id),
                 text=hit.text,
                 score=hit.score / best if best > 0 else 0.0,
-                matched_by=("fts",),
+                matched_by=hit.channels,
             )
             for hit in hits
         ],

@@ -80,14 +80,14 @@ class MemorySearchHitSchema(serializers.Serializer):
     citation = MemoryCitationSchema()
     text = serializers.CharField()
     score = serializers.FloatField(min_value=0, max_value=1)
-    matched_by = serializers.ListField(child=serializers.ChoiceField(choices=["fts"]))
+    matched_by = serializers.ListField(child=serializers.ChoiceField(choices=["fts", "vector"]))
 
 
 class MemorySearchOutput(serializers.Serializer):
     """The head searched (``null`` for an empty scope) and the hits, best first."""
 
     memory = ArtifactRefSchema(allow_null=True)
-    mode = serializers.ChoiceField(choices=["fts"], allow_null=True)
+    mode = serializers.ChoiceField(choices=["fts", "vector", "hybrid"], allow_null=True)
     hits = MemorySearchHitSchema(many=True)
 
 

@@ -61,9 +61,8 @@ UNMATCHED = "<unmatched>"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 PREPARE_OUTCOMES = ("ready", "empty", "error")
-# The Context Pack searches Memory and Experience with full-text search only, until a
-# vector channel exists (capabilities: search_modes ["auto", "fts"]).
-PREPARE_SEARCH_MODE = "fts"
+# How a Context Pack searched: hybrid when the prompt could be embedded, else fts.
+PREPARE_SEARCH_MODES = ("fts", "hybrid")
 
 http_request_duration = Histogram(
     "powercontext_http_request_duration_seconds",
@@ -113,7 +112,8 @@ prepare_items_skipped_for_budget = Counter(
 
 # The closed label sets exist from the start, so a scrape shows them at zero.
 for _outcome in PREPARE_OUTCOMES:
-    prepare_requests.labels(outcome=_outcome, search_mode=PREPARE_SEARCH_MODE)
+    for _mode in PREPARE_SEARCH_MODES:
+        prepare_requests.labels(outcome=_outcome, search_mode=_mode)
 
 
 def method_label(method: str) -> str:
@@ -149,9 +149,10 @@ def observe_prepared(
     items_included: int,
     items_truncated: int,
     items_skipped_for_budget: int,
+    search_mode: str,
 ) -> None:
     """One Context Pack prepared (``status`` is ``ready`` or ``empty``)."""
-    prepare_requests.labels(outcome=status, search_mode=PREPARE_SEARCH_MODE).inc()
+    prepare_requests.labels(outcome=status, search_mode=search_mode).inc()
     prepare_content_bytes.observe(content_bytes)
     prepare_candidates_seen.inc(candidates_seen)
     prepare_items_included.inc(items_included)
@@ -159,6 +160,6 @@ def observe_prepared(
     prepare_items_skipped_for_budget.inc(items_skipped_for_budget)
 
 
-def observe_prepare_failed() -> None:
+def observe_prepare_failed(search_mode: str) -> None:
     """A Context Pack that could not be prepared (the request answers an error)."""
-    prepare_requests.labels(outcome="error", search_mode=PREPARE_SEARCH_MODE).inc()
+    prepare_requests.labels(outcome="error", search_mode=search_mode).inc()

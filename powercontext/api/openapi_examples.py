@@ -141,7 +141,7 @@ CAPABILITIES = response(
     {
         "source_types": ["content"],
         "artifact_families": ["memory", "experience"],
-        "search_modes": ["auto", "fts"],
+        "search_modes": ["auto", "fts", "vector", "hybrid"],
         "context_versions": ["powercontext.prepared-context.v1"],
         "memory_extraction": False,
         "experience_generation": False,

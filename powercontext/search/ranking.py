@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from powercontext import analyzer
+from powercontext.search.policy import STOP_TERMS
 
 # BM25's usual constants (FTS5's too).
 K1 = 1.2
@@ -26,8 +27,29 @@ B = 0.75
 # segment's: evidence spread over two lines of a pasted log still counts.
 WHOLE_QUERY_SHARE = 0.5
 
+# A segment at least this share of whose terms recur in the user's recent prompts is
+# boilerplate to the semantic channel (``semantic_text``).
+RECURRING_SEGMENT_SHARE = 0.5
+
 # Sentence ends followed by space, and line breaks, end a segment.
 _SEGMENT_BREAK = re.compile(r"(?<=[.!?;:])\s+|\n+")
+
+
+def semantic_text(text: str, recurring: Collection[str]) -> str:
+    """``text`` without its segments made mostly of the user's ``recurring`` terms (their
+    boilerplate), for the semantic channel: a model embeds a whole text, so instructions
+    pasted into every prompt would pull their look-alikes in whatever the question. The
+    whole text when nothing recurs, or when every segment is boilerplate."""
+    if not recurring:
+        return text
+    kept = []
+    for part in _SEGMENT_BREAK.split(text):
+        terms = [term for term in analyzer.query_terms(part) if term not in STOP_TERMS]
+        if terms and sum(term in recurring for term in terms) < RECURRING_SEGMENT_SHARE * len(
+            terms
+        ):
+            kept.append(part)
+    return " ".join(kept) if kept else text
 
 
 def query_segments(text: str) -> list[list[str]]:

@@ -136,7 +136,7 @@ def test_token_and_url_come_from_the_environment(live_url, settings, monkeypatch
     monkeypatch.setenv("POWERCONTEXT_API_TOKEN", TOKEN)
     with PowerContextClient() as client:
         assert client.settings.base_url == live_url
-        assert client.capabilities()["search_modes"] == ["auto", "fts"]
+        assert client.capabilities()["search_modes"] == ["auto", "fts", "vector", "hybrid"]
 
 
 def test_not_found_codes(pc):

@@ -191,9 +191,12 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
             assert item["citation"] == row.hit.citation
 
 
-def test_duplicates_name_the_hit_they_repeat(api, desk, remember, settings):
+def test_duplicates_name_the_hit_they_repeat(api, desk, remember, settings, monkeypatch):
     remember_many(remember, 3)
     settings.POWERCONTEXT_SEARCH_ENGINE = DUPLICATING
+    # Lexical only: fusing two channels keeps one hit per entry, so a duplicating index
+    # shows its duplicates to the builder only on the lexical path.
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     response = preview(desk, "importer")
     rows = left_out(response)
     assert {rank: rows["memory", rank].hit.decision.duplicate_of for rank in (2, 4, 6)} == {
@@ -206,7 +209,9 @@ def test_duplicates_name_the_hit_they_repeat(api, desk, remember, settings):
     assert sorted(included(response)) == [("memory", 1), ("memory", 3), ("memory", 5)]
 
 
-def test_truncation_at_the_cap_and_to_fit_and_over_budget(desk, remember):
+def test_truncation_at_the_cap_and_to_fit_and_over_budget(desk, remember, monkeypatch):
+    # The lexical order, so the long entry ranks first (the test is about the cuts).
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     remember("Payroll export: " + "payroll rows " * 300, scope_id=SCOPE)
     remember("Payroll: the short rule, long enough to be cut " + "x" * 200, scope_id=SCOPE)
     whole = preview(desk, "payroll")
@@ -286,7 +291,7 @@ def test_a_preview_writes_nothing_and_is_not_counted(api, desk, remember, settin
     capture(api, "an earlier prompt about the importer", turn="0")
     before = _row_counts()
     prepared_before = metrics.prepare_requests.labels(
-        outcome="ready", search_mode=metrics.PREPARE_SEARCH_MODE
+        outcome="ready", search_mode="hybrid"
     )._value.get()
     for backend in (None, DUPLICATING):
         settings.POWERCONTEXT_SEARCH_ENGINE = backend
@@ -295,9 +300,7 @@ def test_a_preview_writes_nothing_and_is_not_counted(api, desk, remember, settin
     assert _row_counts() == before
     assert SourceRecord.objects.count() == before["powercontext.SourceRecord"] == 1
     assert (
-        metrics.prepare_requests.labels(
-            outcome="ready", search_mode=metrics.PREPARE_SEARCH_MODE
-        )._value.get()
+        metrics.prepare_requests.labels(outcome="ready", search_mode="hybrid")._value.get()
         == prepared_before
     )
 

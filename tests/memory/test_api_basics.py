@@ -21,7 +21,9 @@ def test_remember_then_get_exact_entry(api, remember):
 def test_search_finds_entry(api, remember):
     remember("Use pytest-django for the persistence tests.")
     remember("The deploy runs on Fridays.")
-    result = api.ok("/v1/memory/search", {"scope_id": "scope-a", "query": "persistence"})
+    result = api.ok(
+        "/v1/memory/search", {"scope_id": "scope-a", "query": "persistence", "mode": "fts"}
+    )
     assert result["mode"] == "fts"
     assert [hit["text"] for hit in result["hits"]] == [
         "Use pytest-django for the persistence tests."
@@ -30,8 +32,9 @@ def test_search_finds_entry(api, remember):
     assert result["hits"][0]["matched_by"] == ["fts"]
 
 
-def test_vector_mode_is_not_supported(api, remember):
+def test_vector_mode_is_refused_while_the_channel_is_off(api, remember, monkeypatch):
     remember("x y z")
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     response = api.post(
         "/v1/memory/search", {"scope_id": "scope-a", "query": "x", "mode": "vector"}
     )

@@ -152,7 +152,7 @@ def test_every_response_carries_a_request_id(api, client):
 def test_fts_syntax_in_queries_is_just_text(api, query):
     api.ok(REMEMBER, remember_body(text=f"contains {query} and NEAR tests"))
     result = api.ok("/v1/memory/search", {"scope_id": "scope-a", "query": query})
-    assert result["mode"] == "fts"
+    assert result["mode"] == "hybrid"
     prepared = api.ok("/v1/context/prepare", {"scope_id": "scope-a", "query": query})
     assert prepared["status"] in ("ready", "empty")
 

@@ -120,9 +120,9 @@ def test_scrape_after_a_run_has_latency_errors_and_prepare_counts(agent, monkeyp
     assert delta(before, after, errors, operation="<unmatched>", code="not_found") == 1
 
     outcomes = "powercontext_prepare_total"
-    assert delta(before, after, outcomes, outcome="ready", search_mode="fts") == 1
-    assert delta(before, after, outcomes, outcome="empty", search_mode="fts") == 1
-    assert delta(before, after, outcomes, outcome="error", search_mode="fts") == 1
+    assert delta(before, after, outcomes, outcome="ready", search_mode="hybrid") == 1
+    assert delta(before, after, outcomes, outcome="empty", search_mode="hybrid") == 1
+    assert delta(before, after, outcomes, outcome="error", search_mode="hybrid") == 1
 
     content = "powercontext_prepare_content_bytes"
     assert delta(before, after, content + "_count") == 2
@@ -174,7 +174,7 @@ def test_the_scrape_never_names_a_scope_query_snippet_path_or_id(agent, monkeypa
             elif label == "outcome":
                 assert label_value in metrics.PREPARE_OUTCOMES
             elif label == "search_mode":
-                assert label_value == "fts"
+                assert label_value in metrics.PREPARE_SEARCH_MODES
             elif label == "status_class":
                 assert re.fullmatch(r"[1-5]xx", label_value)
     assert (

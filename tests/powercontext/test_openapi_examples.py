@@ -242,7 +242,7 @@ def story(db, settings):
     return Story(ApiClient(Client(), token=AGENT_TOKEN), ApiClient(Client(), token=reviewer_token))
 
 
-def test_the_examples_are_a_true_story(story):
+def test_the_examples_are_a_true_story(story, monkeypatch):
     story.step("health_live", None, "200", "Live", caller="none")
     story.step("health_ready", None, "200", "Ready", caller="none")
     story.step("capabilities", None, "200", "This server")
@@ -263,7 +263,11 @@ def test_the_examples_are_a_true_story(story):
     story.step("remember_memory", "A convention", "422", "Blank kind and text", kind="", text="   ")
 
     story.step("search_memory", "Words of a prompt", "200", "One hit")
-    story.step("search_memory", "Words of a prompt", "422", "Vector search", mode="vector")
+    with monkeypatch.context() as switched_off:
+        switched_off.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+        story.step(
+            "search_memory", "Words of a prompt", "422", "Vector search, channel off", mode="vector"
+        )
     story.step("list_memory_entries", "Active entries", "200", "One page")
     story.step("get_memory_entry", "By citation", "200", "The cited version")
     citation = story.request("get_memory_entry", "By citation")["citation"]

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 def test_capabilities_tell_what_exists(api):
     caps = api.get("/v1/capabilities").json()
     assert caps["source_types"] == ["content"]
-    assert caps["search_modes"] == ["auto", "fts"]
+    assert caps["search_modes"] == ["auto", "fts", "vector", "hybrid"]
     assert caps["context_versions"] == ["powercontext.prepared-context.v1"]
     assert "memory" in caps["artifact_families"]
     assert caps["memory_extraction"] is False

@@ -1,0 +1,103 @@
+"""One ranking from both channels of a declared index, for any family.
+
+A family's selector gathers and scores its lexical candidates (``policy`` and
+``ranking``) and asks here for the semantic ones and the fused order; it then reads each
+hit's cited version at the head it resolved, in the same read snapshot, exactly as for a
+lexical hit. The semantic channel is optional at every step: switched off, without its
+model, before its first vector or after a model change it proposes nothing and the
+ranking is the lexical one, unchanged.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from powercontext import embeddings
+from powercontext.search import vectors
+from powercontext.search.fusion import LEXICAL, fuse
+from powercontext.search.indexes import IndexHit, SearchIndex
+
+# Modes of an explicit search; ``auto`` resolves to hybrid when the index's vector channel
+# is ready and to fts otherwise, and the response says which ran.
+FTS, VECTOR, HYBRID, AUTO = "fts", "vector", "hybrid", "auto"
+SEARCH_MODES = (AUTO, FTS, VECTOR, HYBRID)
+
+# A candidate only the semantic channel proposes must be at least this similar to the
+# query (cosine) to be a hit: the nearest rows of a scope are always "nearest", even to a
+# question nothing answers. Candidates the words found are never cut by it.
+SEMANTIC_FLOOR = 0.3
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A candidate in fused order; ``channels`` are those that proposed it."""
+
+    hit: IndexHit
+    score: float
+    channels: tuple[str, ...]
+
+
+def can_embed() -> bool:
+    """Whether this process can embed a query now (the channel is on, its model loads)."""
+    if not embeddings.enabled():
+        return False
+    try:
+        embeddings.embedder()
+    except embeddings.EmbeddingsUnavailable:
+        return False
+    return True
+
+
+def query_vector(text: str) -> Any | None:
+    """The query's embedding, or None when the channel cannot embed (switched off, no
+    model): never raises, so a prompt is always answered, lexically at worst."""
+    if not embeddings.enabled():
+        return None
+    try:
+        return embeddings.embedder().embed_query(text)
+    except embeddings.EmbeddingsUnavailable:
+        return None
+
+
+def vector_ready(index: SearchIndex) -> bool:
+    return vectors.status(index).ready
+
+
+def semantic_hits(
+    index: SearchIndex, *, scope_id: str, vector: Any | None, limit: int
+) -> list[IndexHit] | None:
+    """The index's nearest rows to ``vector`` in the caller's snapshot, or None when there
+    is no vector or the channel cannot be read now."""
+    if vector is None:
+        return None
+    try:
+        return vectors.vector_match(index, scope_id=scope_id, query_vector=vector, limit=limit)
+    except vectors.VectorsNotReady:
+        return None
+
+
+def _kept(item: Ranked, semantic_scores: dict[str, float], floor: float) -> bool:
+    return LEXICAL in item.channels or semantic_scores[item.hit.cited_id] >= floor
+
+
+def ranked(
+    lexical: Sequence[IndexHit],
+    lexical_scores: Sequence[tuple[str, float]],
+    semantic: Sequence[IndexHit] | None,
+    *,
+    floor: float = SEMANTIC_FLOOR,
+) -> list[Ranked]:
+    """Candidates best first: the lexical order alone when ``semantic`` is None, else
+    both channels fused (``powercontext.search.fusion``). Every lexical candidate is
+    kept; a semantic-only one is kept when its similarity reaches ``floor``. The caller
+    cuts to its window."""
+    by_id = {hit.cited_id: hit for hit in semantic or ()}
+    # The lexical hit wins for a candidate both found: it carries the indexed version the
+    # caller's consistency check compares.
+    by_id.update((hit.cited_id, hit) for hit in lexical)
+    if semantic is None:
+        return [Ranked(by_id[key], score, (LEXICAL,)) for key, score in lexical_scores]
+    similarity = {hit.cited_id: hit.score for hit in semantic}
+    fused = fuse(lexical_scores, similarity.items())
+    items = [Ranked(by_id[hit.key], hit.score, hit.channels) for hit in fused]
+    return [item for item in items if _kept(item, similarity, floor)]

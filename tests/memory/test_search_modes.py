@@ -1,0 +1,79 @@
+"""`POST /v1/memory/search` modes: fts, vector, hybrid and auto, and what each hit says
+found it (the semantic channel runs the real local model on the real vector index)."""
+
+import pytest
+
+from tests.conftest import error_code
+
+POSTGRES = "The dev database is PostgreSQL 16 on port 5433; the test one on 5434."
+DEPLOY = "Deploys go out on Fridays after the release train is cut."
+BILLING = "Invoices are finalised by the billing worker at midnight UTC."
+
+
+def search(api, query, mode="auto", **extra):
+    return api.ok(
+        "/v1/memory/search", {"scope_id": "scope-a", "query": query, "mode": mode, **extra}
+    )
+
+
+@pytest.fixture
+def entries(db, remember):
+    for text in (POSTGRES, DEPLOY, BILLING):
+        remember(text)
+
+
+def texts(result):
+    return [hit["text"] for hit in result["hits"]]
+
+
+def test_vector_finds_what_the_words_miss(api, entries):
+    # "postgres" is not a word of the entry (the analyzer keeps "postgresql" whole).
+    assert search(api, "postgres", mode="fts")["hits"] == []
+    result = search(api, "which postgres port do I use", mode="vector")
+    assert result["mode"] == "vector"
+    assert texts(result)[0] == POSTGRES
+    assert all(hit["matched_by"] == ["vector"] for hit in result["hits"])
+
+
+def test_hybrid_says_which_channels_found_each_hit(api, entries):
+    result = search(api, "billing invoices", mode="hybrid")
+    assert result["mode"] == "hybrid"
+    assert texts(result)[0] == BILLING
+    assert result["hits"][0]["matched_by"] == ["fts", "vector"]
+    assert result["hits"][0]["score"] == 1.0
+
+
+def test_auto_is_hybrid_when_the_vector_index_is_ready(api, entries):
+    assert search(api, "billing")["mode"] == "hybrid"
+
+
+def test_auto_is_fts_with_the_channel_off_and_the_words_still_match(api, entries, monkeypatch):
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+    result = search(api, "billing")
+    assert result["mode"] == "fts"
+    assert texts(result) == [BILLING]
+
+
+def test_an_unrelated_row_is_not_a_hit_because_it_is_nearest(api, entries):
+    # Every row is someone's nearest neighbour; only a similar one is a semantic hit.
+    result = search(api, "what colour is the office cat", mode="vector")
+    assert result["hits"] == []
+
+
+def test_an_entry_without_a_vector_is_still_found_by_its_words(db, api, remember, monkeypatch):
+    remember(BILLING)
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+    remember(DEPLOY)  # written with the channel off: no vector
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDINGS")
+    result = search(api, "deploys fridays", mode="hybrid")
+    assert texts(result)[0] == DEPLOY
+    assert result["hits"][0]["matched_by"] == ["fts"]
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_vector_modes_are_refused_when_the_channel_is_off(api, entries, monkeypatch, mode):
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+    response = api.post("/v1/memory/search", {"scope_id": "scope-a", "query": "x", "mode": mode})
+    assert response.status_code == 422
+    assert error_code(response) == "capability_not_supported"
+    assert "switched off" in response.json()["error"]["message"]
