@@ -144,6 +144,18 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
     # WAL readers and REPEATABLE READ never block a writer). None when the channel cannot
     # embed: the pack is then the lexical one.
     vector = hybrid.query_vector(semantic_text(query, recurring))
+    found = memory_search_at(
+        scope_id=scope_id,
+        head=head,
+        terms=terms,
+        limit=MEMORY_WINDOW + beyond_window,
+        recurring=recurring,
+        segments=segments,
+        vector=vector,
+        # Nothing in the scope near the prompt: its best hit only, not a pack filled by
+        # the words it shares with unrelated entries.
+        unanswered_limit=1,
+    )
     memory_hits = [
         MemoryHit(
             citation=MemoryCitation(
@@ -153,15 +165,7 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
             ),
             text=hit.text,
         )
-        for hit in memory_search_at(
-            scope_id=scope_id,
-            head=head,
-            terms=terms,
-            limit=MEMORY_WINDOW + beyond_window,
-            recurring=recurring,
-            segments=segments,
-            vector=vector,
-        )
+        for hit in found
     ]
     experience_hits = [
         ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)

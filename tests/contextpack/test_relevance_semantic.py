@@ -1,0 +1,61 @@
+"""The Context Pack with the semantic channel: what the words miss is found by meaning, a
+prompt nothing answers gets its best hit only, and the user's boilerplate is left out of
+the embedded prompt (real model, real vector index)."""
+
+import json
+
+import pytest
+
+from powercontext.search.ranking import semantic_text
+
+SCOPE = "scope-semantic"
+BEGIN, END = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1", "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
+ENTRIES = [
+    "The dev database is PostgreSQL 16 on port 5433; the test database is on 5434.",
+    "Deploy notes: the deploy job runs from the release branch after CI is green.",
+    "Deploy notes: a deploy needs two approvals in the release channel.",
+    "Deploy notes: roll a deploy back with make rollback, never by reverting the tag.",
+    "Deploy notes: the staging deploy happens on every merge to main.",
+]
+
+
+def items(pack):
+    if pack["status"] == "empty":
+        return []
+    body = pack["content"].split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
+    return json.loads(body)["items"]
+
+
+@pytest.fixture
+def entries(db, remember):
+    return [remember(text, scope_id=SCOPE)["entry"]["citation"]["entry_id"] for text in ENTRIES]
+
+
+def prepare(api, query):
+    return api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": query, "max_bytes": 8000})
+
+
+def test_a_paraphrase_finds_the_entry_its_words_miss(api, entries):
+    found = [item["citation"]["entry_id"] for item in items(prepare(api, "which pg port?"))]
+    assert found[0] == entries[0]
+
+
+def test_a_prompt_nothing_answers_gets_its_best_hit_only(api, entries, monkeypatch):
+    prompt = "Deploy a birthday song for my grandmother's parrot, in the key of G."
+    assert len(items(prepare(api, prompt))) == 1
+    # Lexically the same prompt fills the pack with every entry sharing "deploy".
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+    assert len(items(prepare(api, prompt))) == 4
+
+
+def test_a_prompt_the_scope_answers_keeps_its_pack(api, entries):
+    assert len(items(prepare(api, "How do I roll back a bad deploy?"))) > 1
+
+
+def test_boilerplate_segments_are_left_out_of_the_embedded_prompt():
+    prompt = "Follow AGENTS.md and run the tests. Which port does the dev database use?"
+    recurring = {"follow", "agent", "md", "run", "test"}
+    assert semantic_text(prompt, recurring) == "Which port does the dev database use?"
+    assert semantic_text(prompt, set()) == prompt
+    # Every segment boilerplate: the whole prompt, not nothing.
+    assert semantic_text("Follow AGENTS.md and run the tests.", recurring).startswith("Follow")
