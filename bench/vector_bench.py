@@ -13,8 +13,10 @@ vectors, which cost the index exactly what real ones do; the queries are real pr
 version check), p50 and p95 over ``--queries`` queries. Then ``--rebuild`` entries lose
 their vector and ``vectors.rebuild`` re-embeds them with the real model from their real
 text: entries/s, the model's share, and the time spent comparing rows with vectors.
-Targets: vector_match p50 well under 30 ms at 100k (prepare hybrid <= 60 ms), rebuild
->= 200 entries/s.
+Then the split of a hybrid prepare over the same prompts, in process: the prompt's
+embedding, the lexical search, ``vector_match``, the fusion and reading of the hits, and
+the whole ``prepare_context`` (the builder is what is left). Targets: vector_match p50 well
+under 30 ms at 100k (prepare hybrid <= 60 ms), rebuild >= 200 entries/s.
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ def setup_django(home: Path, url: str | None) -> None:
 def wipe() -> None:
     from django.db import connection
 
-    from memory.models import MemoryActiveEntry, MemoryEntryVersion
+    from memory.models import MemoryActiveEntry, MemoryEntryVersion, MemoryManifestRow
     from memory.search_index import MEMORY_INDEX
-    from powercontext.models import VectorIndexState
+    from powercontext.models import ArtifactHead, ArtifactRevision, VectorIndexState
     from powercontext.search import vectors
 
     _, reverse = vectors.vector_engine().ddl(MEMORY_INDEX, 1)
@@ -65,7 +67,10 @@ def wipe() -> None:
             cursor.execute(statement)
     VectorIndexState.objects.all().delete()
     MemoryActiveEntry.objects.all().delete()
+    MemoryManifestRow.objects.all().delete()
     MemoryEntryVersion.objects.all().delete()
+    ArtifactHead.objects.all().delete()
+    ArtifactRevision.objects.all().delete()
 
 
 def seed(entries: int) -> float:
@@ -76,13 +81,16 @@ def seed(entries: int) -> float:
     from bench.corpus import memories
     from memory.models import MemoryActiveEntry, MemoryEntryVersion
     from memory.search_index import MEMORY_INDEX
-    from memory.services import content_hash, projection_values
+    from memory.services import content_hash, memory_remember, projection_values
     from powercontext import embeddings
     from powercontext.search import vectors
 
     started = time.perf_counter()
     model = embeddings.embedder()
     vectors._create(MEMORY_INDEX, model, replace=True)
+    # A head revision for the scope, so the searches run as they do on a real one (the
+    # bulk-written rows below have no manifest rows: their hits are read, then refused).
+    memory_remember(scope_id=SCOPE, kind="note", text="The bench scope's first entry.")
     engine = vectors.vector_engine()
     rng = np.random.default_rng(16)
     stream = memories(28)
@@ -159,6 +167,65 @@ def time_matches(queries: int, limit: int) -> tuple[float, float, int]:
     return statistics.median(seconds) * 1000, percentile(seconds, 0.95) * 1000, found
 
 
+def time_prepare_split(queries: int) -> dict[str, float]:
+    """p50 ms of each part of a hybrid prepare, and of the whole operation (in process)."""
+    from contextpack.application import prepare_context
+    from contextpack.builder import MEMORY_WINDOW
+    from memory.search_index import MEMORY_INDEX
+    from memory.selectors import memory_head, memory_search_at
+    from powercontext import analyzer
+    from powercontext.search import hybrid, vectors
+    from powercontext.search.policy import CANDIDATE_POOL
+    from powercontext.search.ranking import query_segments
+    from powercontext.snapshot import read_snapshot
+
+    texts = json.loads(PROMPTS.read_text(encoding="utf-8"))["prompts"][:queries]
+    parts: dict[str, list[float]] = {
+        "embedding": [],
+        "lexical": [],
+        "vector": [],
+        "fusion": [],
+        "prepare": [],
+    }
+    for _ in range(2):  # the first round warms the caches
+        for values in parts.values():
+            values.clear()
+        for text in texts:
+            began = time.perf_counter()
+            vector = hybrid.query_vector(text)
+            parts["embedding"].append(time.perf_counter() - began)
+            terms, segments = analyzer.query_terms(text), query_segments(text)
+            with read_snapshot():
+                head = memory_head(scope_id=SCOPE)
+                began = time.perf_counter()
+                memory_search_at(
+                    scope_id=SCOPE, head=head, terms=terms, limit=MEMORY_WINDOW, segments=segments
+                )
+                lexical = time.perf_counter() - began
+                began = time.perf_counter()
+                vectors.vector_match(
+                    MEMORY_INDEX, scope_id=SCOPE, query_vector=vector, limit=CANDIDATE_POOL
+                )
+                vector_seconds = time.perf_counter() - began
+                began = time.perf_counter()
+                memory_search_at(
+                    scope_id=SCOPE,
+                    head=head,
+                    terms=terms,
+                    limit=MEMORY_WINDOW,
+                    segments=segments,
+                    vector=vector,
+                )
+                both = time.perf_counter() - began
+            parts["lexical"].append(lexical)
+            parts["vector"].append(vector_seconds)
+            parts["fusion"].append(max(0.0, both - lexical - vector_seconds))
+            began = time.perf_counter()
+            prepare_context(scope_id=SCOPE, query=text, max_bytes=8000)
+            parts["prepare"].append(time.perf_counter() - began)
+    return {name: statistics.median(values) * 1000 for name, values in parts.items()}
+
+
 def time_rebuild(count: int) -> tuple[int, float, str]:
     from memory.search_index import MEMORY_INDEX
     from powercontext.search import vectors
@@ -217,6 +284,13 @@ def main() -> None:
                     f"vector_match {size:>7,} entries, one scope: p50 {p50:6.1f} ms, "
                     f"p95 {p95:6.1f} ms ({found} hits of {options.limit}; seeded in "
                     f"{seeded:.0f} s)",
+                    flush=True,
+                )
+                split = time_prepare_split(options.queries)
+                print(
+                    f"prepare    {size:>7,} entries, hybrid, p50 ms: "
+                    + ", ".join(f"{name} {value:.1f}" for name, value in split.items())
+                    + " (build = prepare - the rest)",
                     flush=True,
                 )
             inserted, rate, detail = time_rebuild(min(rebuild_count, sizes[-1]))
