@@ -15,6 +15,7 @@ serve`` process, whose logging is configured by the production settings alone.
 import http.client
 import json
 import logging
+import os
 import re
 import signal
 import subprocess
@@ -82,9 +83,12 @@ def marked(what: str) -> str:
     return f"{MARK}{what}"
 
 
-def run_every_operation(api: Http, reviewer_token: str, body_limit: int) -> list[str]:
+def run_every_operation(
+    api: Http, reviewer_token: str, body_limit: int, *, in_process: bool = True
+) -> list[str]:
     """Every operation, with markers everywhere a caller can put text, then an error of
-    each kind. Returns the ids the server handed out (none may be logged)."""
+    each kind. Returns the ids the server handed out (none may be logged). A server in
+    this process (``in_process``) also refuses a vector search with its channel off."""
     ids: list[str] = []
     assert api.request("GET", "/health/live", token=None)[0] == 200
     assert api.request("GET", "/health/ready", token=None)[0] == 200
@@ -274,13 +278,26 @@ def run_every_operation(api: Http, reviewer_token: str, body_limit: int) -> list
         status=422,
         code="invalid_request",
     )
-    api.error(
-        "POST",
-        "/v1/memory/search",
-        {**search, "mode": "vector"},
-        status=422,
-        code="capability_not_supported",
-    )
+    # Vector search with the semantic channel off: refused, one more error path to log.
+    # (Only a server in this process sees the switch; a served one searches by meaning.)
+    if in_process:
+        previous = os.environ.get("POWERCONTEXT_EMBEDDINGS")
+        os.environ["POWERCONTEXT_EMBEDDINGS"] = "off"
+        try:
+            api.error(
+                "POST",
+                "/v1/memory/search",
+                {**search, "mode": "vector"},
+                status=422,
+                code="capability_not_supported",
+            )
+        finally:
+            if previous is None:
+                os.environ.pop("POWERCONTEXT_EMBEDDINGS")
+            else:
+                os.environ["POWERCONTEXT_EMBEDDINGS"] = previous
+    else:
+        api.post("/v1/memory/search", {**search, "mode": "vector"})
     api.error(
         "POST",
         "/v1/memory/search",
@@ -472,7 +489,7 @@ def test_a_served_process_logs_no_caller_data(tmp_path, transactional_db):
         base_url = _wait_until_serving(process, out)  # and migrated
         reviewer_token = manage(home, "reviewer_token", "rita", "--create").strip()
         api = Http(base_url)
-        ids = run_every_operation(api, reviewer_token, SERVED_BODY_LIMIT)
+        ids = run_every_operation(api, reviewer_token, SERVED_BODY_LIMIT, in_process=False)
         mcp_calls(api)
         # Far over the limit: waitress's own 413, before the body is read.
         status, _ = api.request("POST", "/v1/memory/search", raw=b"x" * (5 * SERVED_BODY_LIMIT))
