@@ -152,9 +152,6 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
         recurring=recurring,
         segments=segments,
         vector=vector,
-        # Nothing in the scope near the prompt: its best hit only, not a pack filled by
-        # the words it shares with unrelated entries.
-        unanswered_limit=1,
     )
     memory_hits = [
         MemoryHit(

@@ -239,7 +239,6 @@ def memory_search_at(
     fill: bool = False,
     vector: Any | None = None,
     lexical: bool = True,
-    unanswered_limit: int | None = None,
 ) -> list[MemorySearchHit]:
     """Full-text hits for a query's analyzer ``terms`` against revision ``head``, best
     first: the engine's candidates scored by the policy's weighted terms
@@ -251,9 +250,7 @@ def memory_search_at(
 
     With a query ``vector`` the semantic channel's nearest entries join the candidates
     and the two are fused (``powercontext.search.hybrid``); an entry without a vector is
-    still found by its words. ``lexical=False`` searches by meaning only. With
-    ``unanswered_limit``, a query to which the semantic channel finds nothing near
-    (``hybrid.unanswered``) keeps only that many hits.
+    still found by its words. ``lexical=False`` searches by meaning only.
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
@@ -288,8 +285,6 @@ def memory_search_at(
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    if unanswered_limit is not None and hybrid.unanswered(semantic):
-        limit = min(limit, unanswered_limit)
     fused = hybrid.ranked(candidates, scored, semantic)[:limit]
     ranked = [replace(item.hit, score=item.score) for item in fused]
     channels = {item.hit.cited_id: item.channels for item in fused}

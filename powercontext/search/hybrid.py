@@ -27,13 +27,6 @@ SEARCH_MODES = (AUTO, FTS, VECTOR, HYBRID)
 # question nothing answers. Candidates the words found are never cut by it.
 SEMANTIC_FLOOR = 0.3
 
-# A prompt to which nothing in the scope comes this near (the best cosine of its
-# candidates) is one the scope has no answer for: its pack keeps only its best hit, so
-# the words it shares with unrelated entries do not fill it, yet a matching entry never
-# vanishes. Measured on the coding-memory dev set: 6 of 9 no-answer prompts fall under it,
-# 3 of 171 answerable ones (docs/relevance.md).
-UNANSWERED_SIMILARITY = 0.3
-
 
 @dataclass(frozen=True)
 class Ranked:
@@ -81,14 +74,6 @@ def semantic_hits(
 
 def _kept(item: Ranked, semantic_scores: dict[str, float], floor: float) -> bool:
     return LEXICAL in item.channels or semantic_scores[item.hit.cited_id] >= floor
-
-
-def unanswered(semantic: Sequence[IndexHit] | None) -> bool:
-    """Whether the semantic channel ran and found nothing as near as
-    ``UNANSWERED_SIMILARITY`` (False when it did not run: no vectors is no evidence)."""
-    if not semantic:
-        return False
-    return max(hit.score for hit in semantic) < UNANSWERED_SIMILARITY
 
 
 def ranked(
