@@ -11,6 +11,8 @@ It writes nothing: no source, no memory, no cursor, no projection.
 same pack, and why it holds what it holds (``contextpack.explanation``).
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,7 @@ from contextpack.builder import (
     MEMORY_WINDOW,
     BuildTrace,
     ExperienceHit,
+    HeadMismatchError,
     MemoryCitation,
     MemoryHit,
     PreparedContext,
@@ -40,7 +43,7 @@ from memory.selectors import memory_head, memory_search_at
 from memory.values import memory_ref
 from powercontext import analyzer, metrics
 from powercontext.refs import ArtifactRef
-from powercontext.search import hybrid
+from powercontext.search import SearchInconsistent, hybrid
 from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
 from powercontext.search.ranking import query_segments, semantic_text
 from powercontext.snapshot import read_snapshot
@@ -67,7 +70,7 @@ def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedCon
     """The Context Pack for ``query`` in ``scope_id``.
 
     Empty (one generic answer) when there is nothing relevant or nothing fits.
-    Raises ``contextpack.builder.HeadMismatchError`` if a hit cites a revision other
+    Raises ``powercontext.search.SearchInconsistent`` if a hit cites a revision other
     than the one searched; no partial pack is ever returned.
 
     Each call is counted in the privacy-safe metrics (``powercontext.metrics``): its
@@ -109,13 +112,24 @@ def explain_context(
     if not found.memory_hits and not found.experience_hits:
         prepared, trace = EMPTY, BuildTrace(max_bytes=max_bytes, decisions=())
     else:
-        prepared, trace = _BUILDER.build_explained(
-            head=found.head,
-            memory_hits=found.memory_hits,
-            experience_hits=found.experience_hits,
-            max_bytes=max_bytes,
-        )
+        with _one_inconsistency():
+            prepared, trace = _BUILDER.build_explained(
+                head=found.head,
+                memory_hits=found.memory_hits,
+                experience_hits=found.experience_hits,
+                max_bytes=max_bytes,
+            )
     return prepared, _explanation(found, families, trace)
+
+
+@contextmanager
+def _one_inconsistency() -> Iterator[None]:
+    """The pure builder's refusal of a hit from another revision is, here, the kernel's
+    one "the index disagrees with the head" error, as the selectors raise it."""
+    try:
+        yield
+    except HeadMismatchError as error:
+        raise SearchInconsistent() from error
 
 
 def _prepare(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
@@ -123,12 +137,13 @@ def _prepare(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
         found = _retrieve(scope_id=scope_id, query=query, beyond_window=0)
     if not found.memory_hits and not found.experience_hits:
         return EMPTY
-    return _BUILDER.build(
-        head=found.head,
-        memory_hits=found.memory_hits,
-        experience_hits=found.experience_hits,
-        max_bytes=max_bytes,
-    )
+    with _one_inconsistency():
+        return _BUILDER.build(
+            head=found.head,
+            memory_hits=found.memory_hits,
+            experience_hits=found.experience_hits,
+            max_bytes=max_bytes,
+        )
 
 
 def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:

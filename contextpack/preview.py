@@ -106,7 +106,7 @@ def pack_preview(request):
                 prepared, explanation = explain_context(
                     scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
                 )
-            except (builder.HeadMismatchError, PowerContextError):
+            except PowerContextError:
                 # Prepare answers these with a 500 and no pack: the index disagrees with
                 # the head it was read with. Say so on the page, not with an error page.
                 context["failure"] = (

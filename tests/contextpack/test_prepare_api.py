@@ -3,6 +3,7 @@
 import json
 import logging
 import threading
+from dataclasses import replace
 
 import pytest
 from django.db import connection
@@ -189,3 +190,20 @@ def test_prepare_error_shape_for_bad_input(api):
     response = api.post("/v1/context/prepare", {"scope_id": SCOPE})
     assert response.status_code == 422
     assert error_code(response) == "invalid_request"
+
+
+def test_a_hit_from_another_revision_is_the_one_search_inconsistency(db, remember, monkeypatch):
+    # The builder refuses it; prepare reports it as the kernel's SearchInconsistent, the
+    # same error the selectors raise when the index disagrees with the head.
+    from powercontext.search import SearchInconsistent
+
+    remember("The importer retries three times.")
+    remember("The exporter writes CSV.")
+    real = application.memory_search_at
+
+    def stale(**kwargs):
+        return [replace(hit, revision=1) for hit in real(**kwargs)]
+
+    monkeypatch.setattr(application, "memory_search_at", stale)
+    with pytest.raises(SearchInconsistent):
+        application.prepare_context(scope_id="scope-a", query="importer", max_bytes=8000)
