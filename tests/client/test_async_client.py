@@ -62,7 +62,7 @@ def test_async_memory_round_trip(apc):
     run(scenario())
 
 
-def test_async_error_types(apc, settings):
+def test_async_error_types(apc, settings, monkeypatch):
     async def scenario():
         async with apc(token="") as client:
             entry = (await client.remember_memory(scope_id=SCOPE, kind="n", text="t"))["entry"]
@@ -80,8 +80,11 @@ def test_async_error_types(apc, settings):
             with pytest.raises(InvalidRequest) as raised:
                 await client.search_memory(scope_id=" ", query="x", limit=51)
             assert dict(raised.value.field_errors).keys() == {"scope_id", "limit"}
+            # Hybrid search is refused while the semantic channel is switched off.
+            monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
             with pytest.raises(CapabilityNotSupported):
                 await client.search_memory(scope_id=SCOPE, query="x", mode="hybrid")
+            monkeypatch.delenv("POWERCONTEXT_EMBEDDINGS")
             settings.POWERCONTEXT_MAX_BODY_BYTES = 1024
             with pytest.raises(PayloadTooLarge):
                 await client.capture_content_source(

@@ -54,7 +54,7 @@ def test_memory_lifecycle(pc):
 
     hits = pc.search_memory(scope_id=SCOPE, query="how do deploys work", limit=5)
     assert [hit["citation"] for hit in hits["hits"]] == [entry["citation"]]
-    assert hits["mode"] == "fts"
+    assert hits["mode"] == "hybrid"
 
     revised = pc.revise_memory_entry(
         scope_id=SCOPE,
@@ -190,7 +190,8 @@ def test_invalid_request_carries_field_errors(pc):
     assert raised.value.field_errors == [("cursor", "Invalid cursor.")]
 
 
-def test_capability_not_supported(pc):
+def test_capability_not_supported(pc, monkeypatch):
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     with pytest.raises(CapabilityNotSupported) as raised:
         pc.search_memory(scope_id=SCOPE, query="x", mode="vector")
     assert (raised.value.code, raised.value.status) == ("capability_not_supported", 422)
