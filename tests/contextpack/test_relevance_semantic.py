@@ -26,8 +26,10 @@ def items(pack):
     return json.loads(body)["items"]
 
 
+# transactional_db: on OceanBase the vector table's DDL (which commits) waits for the first
+# write outside a transaction.
 @pytest.fixture
-def entries(db, remember):
+def entries(transactional_db, remember):
     return [remember(text, scope_id=SCOPE)["entry"]["citation"]["entry_id"] for text in ENTRIES]
 
 

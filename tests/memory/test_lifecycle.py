@@ -283,7 +283,7 @@ class TestSearchOrdering:
     def test_scores_are_normalised_and_ties_break_by_entry_id(self, api, remember):
         for index in range(4):
             remember(f"migration note {index}")
-        for mode in ("fts", "hybrid"):
+        for mode in ("fts", "auto"):
             hits = api.ok(
                 "/v1/memory/search", {"scope_id": SCOPE, "query": "migration", "mode": mode}
             )["hits"]

@@ -16,8 +16,10 @@ def search(api, query, mode="auto", **extra):
     )
 
 
+# transactional_db: on OceanBase the vector table's DDL (which commits) waits for the first
+# write outside a transaction, so these tests write outside one on every engine.
 @pytest.fixture
-def entries(db, remember):
+def entries(transactional_db, remember):
     for text in (POSTGRES, DEPLOY, BILLING):
         remember(text)
 
@@ -60,7 +62,9 @@ def test_an_unrelated_row_is_not_a_hit_because_it_is_nearest(api, entries):
     assert result["hits"] == []
 
 
-def test_an_entry_without_a_vector_is_still_found_by_its_words(db, api, remember, monkeypatch):
+def test_an_entry_without_a_vector_is_still_found_by_its_words(
+    transactional_db, api, remember, monkeypatch
+):
     remember(BILLING)
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     remember(DEPLOY)  # written with the channel off: no vector
