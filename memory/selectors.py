@@ -287,6 +287,8 @@ def memory_search_at(
     )
     fused = hybrid.ranked(candidates, scored, semantic)[:limit]
     ranked = [replace(item.hit, score=item.score) for item in fused]
+    if not ranked:
+        return []  # every semantic candidate under the floor, no lexical one
     channels = {item.hit.cited_id: item.channels for item in fused}
     rows = _active_versions(scope_id, ranked)
     hits = []

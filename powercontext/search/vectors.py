@@ -31,6 +31,7 @@ the table is only ever created outside a write transaction there.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -270,6 +271,11 @@ def _create(index: SearchIndex, model: embeddings.Embedder, *, replace: bool) ->
     _record(index, model)
 
 
+# Concurrent first writes in one process create the vector objects once: without it
+# OceanBase refused the second thread's DDL and that write failed.
+_creating = threading.Lock()
+
+
 def _ensure(index: SearchIndex, model: embeddings.Embedder) -> None:
     """Create the vector objects on first use, when that is safe here."""
     if _recorded(index) is not None:
@@ -277,7 +283,10 @@ def _ensure(index: SearchIndex, model: embeddings.Embedder) -> None:
     engine = vector_engine()
     if connection.in_atomic_block and not engine.transactional_ddl:
         return  # DDL would commit the caller's transaction: rebuild_index creates it
-    _create(index, model, replace=True)
+    with _creating:
+        if _recorded(index) is not None:
+            return  # another thread created them while this one waited
+        _create(index, model, replace=True)
 
 
 # -- status ---------------------------------------------------------------------------
@@ -335,6 +344,11 @@ def embed_for(index: SearchIndex, documents: Sequence[str]) -> Embedded:
         _ensure(index, model)
     except embeddings.EmbeddingsUnavailable as error:
         return Embedded(texts, reason=str(error))
+    except DatabaseError as error:
+        # Another process was creating the vector objects at this instant (their DDL
+        # collided): this write goes without a vector, found lexically, and the next
+        # write or rebuild_index gives it one.
+        return Embedded(texts, reason=f"vector index not created: {error}")
     return Embedded(texts, vectors, model.identity)
 
 
