@@ -87,6 +87,7 @@ def _propose(server, lesson, **extra):
 def _click(driver, by, value):
     """Click the element once the page has loaded, then wait until the next page has
     loaded too, so no lookup or click ever hits a page being left or still arriving."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
@@ -95,7 +96,24 @@ def _click(driver, by, value):
     loaded = lambda d: d.execute_script("return document.readyState") == "complete"  # noqa: E731
     wait.until(loaded)
     page = driver.find_element(By.TAG_NAME, "html")
-    wait.until(expected_conditions.element_to_be_clickable((by, value))).click()
+
+    def clicked(d):
+        # Chromium may re-attach the page's nodes between the lookup and the click
+        # ("Node with given id does not belong to the document"): look again then.
+        try:
+            element = expected_conditions.element_to_be_clickable((by, value))(d)
+            if not element:
+                return False
+            element.click()
+        except (StaleElementReferenceException, WebDriverException) as error:
+            if "does not belong to the document" in str(error) or isinstance(
+                error, StaleElementReferenceException
+            ):
+                return False
+            raise
+        return True
+
+    wait.until(clicked)
     wait.until(expected_conditions.staleness_of(page))
     wait.until(loaded)
 
