@@ -29,7 +29,7 @@ from django.db import connection
 
 from powercontext.embeddings import to_oceanbase_vector
 from powercontext.search.indexes import SearchIndex
-from powercontext.search.vectors import StoredVector, VectorRow, vec_table
+from powercontext.search.vectors import StoredVector, VectorRow, delete_vectors, vec_table
 
 
 def _hnsw(index: SearchIndex) -> str:
@@ -94,12 +94,7 @@ class OceanBaseVectors:
             )
 
     def delete(self, index: SearchIndex, row_keys: Sequence[int]) -> None:
-        vec = connection.ops.quote_name(vec_table(index))
-        with connection.cursor() as cursor:
-            for start in range(0, len(row_keys), 500):
-                batch = list(row_keys[start : start + 500])
-                marks = ", ".join(["%s"] * len(batch))
-                cursor.execute(f"DELETE FROM {vec} WHERE row_key IN ({marks})", batch)  # noqa: S608
+        delete_vectors(index, "row_key", row_keys)
 
     def nearest(
         self, index: SearchIndex, *, scope_id: str, vector: Any, k: int

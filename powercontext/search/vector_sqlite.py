@@ -20,7 +20,7 @@ from django.db import connection
 
 from powercontext.embeddings import to_sqlite_vec
 from powercontext.search.indexes import SearchIndex
-from powercontext.search.vectors import StoredVector, VectorRow, vec_table
+from powercontext.search.vectors import StoredVector, VectorRow, delete_vectors, vec_table
 
 MAX_K = 4096
 
@@ -68,12 +68,7 @@ class SqliteVectors:
             )
 
     def delete(self, index: SearchIndex, row_keys: Sequence[int]) -> None:
-        vec = connection.ops.quote_name(vec_table(index))
-        with connection.cursor() as cursor:
-            for start in range(0, len(row_keys), 500):
-                batch = list(row_keys[start : start + 500])
-                marks = ", ".join(["%s"] * len(batch))
-                cursor.execute(f"DELETE FROM {vec} WHERE rowid IN ({marks})", batch)  # noqa: S608
+        delete_vectors(index, "rowid", row_keys)
 
     def nearest(
         self, index: SearchIndex, *, scope_id: str, vector: Any, k: int

@@ -202,6 +202,17 @@ def vec_table(index: SearchIndex) -> str:
     return index.name + "_vec"
 
 
+def delete_vectors(index: SearchIndex, key_column: str, row_keys: Sequence[int]) -> None:
+    """Delete the vectors of ``row_keys`` (the engine's name for the key column), 500 to
+    a statement so no engine meets its limit on bound parameters."""
+    vec = connection.ops.quote_name(vec_table(index))
+    with connection.cursor() as cursor:
+        for start in range(0, len(row_keys), 500):
+            batch = list(row_keys[start : start + 500])
+            marks = ", ".join(["%s"] * len(batch))
+            cursor.execute(f"DELETE FROM {vec} WHERE {key_column} IN ({marks})", batch)  # noqa: S608
+
+
 # -- the model and its record ---------------------------------------------------------
 
 
