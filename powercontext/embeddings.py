@@ -196,8 +196,7 @@ class Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One text's vector: float32, shape ``(dimension,)``, L2 norm 1."""
-        result: np.ndarray = self._embed([text])[0]
-        return result
+        return self._run(self._tokenizer.encode(text).ids)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in their order: float32, shape ``(len(texts), dimension)``.
@@ -206,32 +205,23 @@ class Embedder:
         in a batch a text's vector would depend on its neighbours (cosine 0.976-0.99 to
         its vector alone, measured), and an entry rebuilt would not get the vector it
         was written with. Alone is no slower here: nothing is padded."""
-        np = self._np
-        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
+        numpy = self._np
+        vectors: np.ndarray = numpy.empty((len(texts), self.dimension), dtype=numpy.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
-            vectors[row] = self._run([encoding.ids])[0]
+            vectors[row] = self._run(encoding.ids)
         return vectors
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        return self._run([self._tokenizer.encode(text).ids for text in texts])
-
-    def _run(self, ids: list[list[int]]) -> np.ndarray:
-        np = self._np
-        width = max(len(row) for row in ids)
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, tokens in enumerate(ids):
-            input_ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
+    def _run(self, ids: list[int]) -> np.ndarray:
+        numpy = self._np
+        input_ids = numpy.asarray([ids], dtype=numpy.int64)
+        feeds = {"input_ids": input_ids, "attention_mask": numpy.ones_like(input_ids)}
         if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.zeros_like(input_ids)
+            feeds["token_type_ids"] = numpy.zeros_like(input_ids)
         (hidden,) = self._session.run([self._output_name], feeds)
-        # Mean pooling over the real tokens (sentence-transformers' pooling for this model).
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        # Mean pooling over the tokens (sentence-transformers' pooling for this model).
+        pooled = hidden[0].mean(axis=0)
+        norm = max(float(numpy.linalg.norm(pooled)), 1e-12)
+        result: np.ndarray = (pooled / norm).astype(numpy.float32)
         return result
 
 

@@ -78,6 +78,7 @@ def quantized(source: Path, directory: Path | None = None) -> Path:
     Raises :class:`DerivationFailed` with the reason when it cannot be derived.
     """
     directory = cache_directory() if directory is None else directory
+    target: Path | None = None
     try:
         target = cached_path(source, directory)
         if target.is_file():
@@ -88,6 +89,8 @@ def quantized(source: Path, directory: Path | None = None) -> Path:
     except ImportError as exc:
         raise DerivationFailed(f"{exc}: install the packages of requirements.txt") from exc
     except OSError as exc:
+        if target is not None and target.is_file():
+            return target  # another process renamed its copy into place first (Windows)
         raise DerivationFailed(
             f"cannot write the model's int8 form into {directory}: {exc}; free some space "
             "or set POWERCONTEXT_MODEL_CACHE to a writable directory"
