@@ -89,12 +89,15 @@ class VectorIndexState(models.Model):
     One row per vector index (``powercontext.search.vectors``), written when the engine
     creates the index's vector table. A process whose model has another identity or
     dimension never reads or writes those vectors: the channel reports "model changed"
-    until ``manage.py rebuild_index`` recreates the table for the new model.
+    until ``manage.py rebuild_index`` recreates the table for the new model. ``layout``
+    names the shape of the table the engine created (its ``layout``; empty for a table
+    made before layouts were recorded), so an older shape is recreated the same way.
     """
 
     index = IdentityField(max_length=64, primary_key=True)
     model_identity = models.CharField(max_length=200)
     dimension = models.PositiveIntegerField()
+    layout = models.CharField(max_length=64, default="")
     created_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -42,6 +42,8 @@ def _text(value: Any) -> str:
 
 class OceanBaseVectors:
     transactional_ddl: ClassVar[bool] = False
+    # Recorded with the model (``VectorIndexState.layout``); the one layout so far.
+    layout: ClassVar[str] = "vector hnsw"
 
     @staticmethod
     def ddl(index: SearchIndex, dimension: int) -> tuple[list[str], list[str]]:

@@ -18,7 +18,10 @@ rebuildable, never authoritative:
 - recorded with its model (``powercontext.models.VectorIndexState``): vectors of another
   model identity or dimension are never mixed with the running model's. The channel then
   reports "model changed" (:func:`status`) and is neither read nor written until
-  ``rebuild_index`` recreates the index for the running model.
+  ``rebuild_index`` recreates the index for the running model. The engine's layout of
+  the vector objects is recorded beside the model, so a table an older release created
+  is treated the same way ("layout changed"), never written with statements it lacks
+  the columns for.
 
 The engines (``vector_sqlite``, ``vector_oceanbase``) own the DDL, built from the
 declaration and the model's dimension, and create it on first use: when a write path
@@ -110,6 +113,7 @@ class State(StrEnum):
     UNAVAILABLE = "unavailable"
     MISSING = "missing"
     MODEL_CHANGED = "model_changed"
+    LAYOUT_CHANGED = "layout_changed"
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,9 @@ class Coverage:
 class VectorEngine(Protocol):
     # Whether DDL may run inside a transaction (SQLite) or commits it (OceanBase).
     transactional_ddl: ClassVar[bool]
+    # Names the shape of the vector objects ``ddl`` creates; changed with that shape, so
+    # objects of an older one are recreated by rebuild_index rather than misread.
+    layout: ClassVar[str]
 
     @staticmethod
     def ddl(index: SearchIndex, dimension: int) -> tuple[list[str], list[str]]:
@@ -220,17 +227,18 @@ def _model() -> embeddings.Embedder:
     return embeddings.embedder()
 
 
-def _recorded(index: SearchIndex) -> tuple[str, int] | None:
+def _recorded(index: SearchIndex) -> tuple[str, int, str] | None:
+    """(model identity, dimension, layout) the index's vector objects were created for."""
     from powercontext.models import VectorIndexState
 
     return (
         VectorIndexState.objects.filter(index=index.name)
-        .values_list("model_identity", "dimension")
+        .values_list("model_identity", "dimension", "layout")
         .first()
     )
 
 
-def _recorded_raw(index: SearchIndex) -> tuple[str, int] | None:
+def _recorded_raw(index: SearchIndex) -> tuple[str, int, str] | None:
     """:func:`_recorded` in one plain statement (the read path runs it per query)."""
     from powercontext.models import VectorIndexState
 
@@ -238,19 +246,24 @@ def _recorded_raw(index: SearchIndex) -> tuple[str, int] | None:
     column = connection.ops.quote_name("index")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT model_identity, dimension FROM {table} WHERE {column} = %s",  # noqa: S608
+            f"SELECT model_identity, dimension, layout FROM {table} WHERE {column} = %s",  # noqa: S608
             [index.name],
         )
         found = cursor.fetchone()
-    return None if found is None else (found[0], int(found[1]))
+    return None if found is None else (found[0], int(found[1]), found[2])
 
 
-def _identity() -> tuple[str, int] | None:
+def _current(model: embeddings.Embedder) -> tuple[str, int, str]:
+    """What :func:`_recorded` says when the vector objects are the running model's."""
+    return model.identity, model.dimension, vector_engine().layout
+
+
+def _identity() -> tuple[str, int, str] | None:
     try:
         model = _model()
     except embeddings.EmbeddingsUnavailable:
         return None
-    return model.identity, model.dimension
+    return _current(model)
 
 
 def _record(index: SearchIndex, model: embeddings.Embedder) -> None:
@@ -258,7 +271,11 @@ def _record(index: SearchIndex, model: embeddings.Embedder) -> None:
 
     VectorIndexState.objects.update_or_create(
         index=index.name,
-        defaults={"model_identity": model.identity, "dimension": model.dimension},
+        defaults={
+            "model_identity": model.identity,
+            "dimension": model.dimension,
+            "layout": vector_engine().layout,
+        },
     )
 
 
@@ -309,7 +326,7 @@ def status(index: SearchIndex) -> VectorStatus:
     if not embeddings.enabled():
         return VectorStatus(index.name, State.OFF, "switched off (POWERCONTEXT_EMBEDDINGS=off)")
     recorded = _recorded(index)
-    identity, dimension = recorded if recorded else (None, None)
+    identity, dimension, _ = recorded if recorded else (None, None, None)
     try:
         model = _model()
     except embeddings.EmbeddingsUnavailable as error:
@@ -320,20 +337,36 @@ def status(index: SearchIndex) -> VectorStatus:
             State.MISSING,
             "no vector index yet (the first write creates it, or manage.py rebuild_index)",
         )
-    problem = vector_engine().problem(index)
+    engine = vector_engine()
+    problem = engine.problem(index)
     if problem is not None:
         return VectorStatus(
-            index.name, State.MISSING, f"{problem}: run manage.py rebuild_index", *recorded
+            index.name,
+            State.MISSING,
+            f"{problem}: run manage.py rebuild_index",
+            identity,
+            dimension,
         )
-    if recorded != (model.identity, model.dimension):
+    if recorded[:2] != (model.identity, model.dimension):
         return VectorStatus(
             index.name,
             State.MODEL_CHANGED,
             f"not ready: model changed (vectors of {identity}, {dimension} dimensions; "
             f"the model is {model.identity}, {model.dimension}), run manage.py rebuild_index",
-            *recorded,
+            identity,
+            dimension,
         )
-    return VectorStatus(index.name, State.READY, "ready", *recorded)
+    if recorded[2] != engine.layout:
+        return VectorStatus(
+            index.name,
+            State.LAYOUT_CHANGED,
+            f"not ready: the vector table has an older layout "
+            f"({recorded[2] or 'unrecorded'}; this release uses {engine.layout}), "
+            "run manage.py rebuild_index",
+            identity,
+            dimension,
+        )
+    return VectorStatus(index.name, State.READY, "ready", identity, dimension)
 
 
 # -- writing --------------------------------------------------------------------------
@@ -375,7 +408,13 @@ def write(index: SearchIndex, embedded: Embedded, rows: Iterable[VectorRow]) -> 
     if recorded is None:
         return  # no vector index (yet): nothing to keep in step
     engine = vector_engine()
-    same_model = embedded.identity is not None and recorded[0] == embedded.identity
+    # A table of an older layout lacks the columns an insert names: its vectors are
+    # dropped (as for another model's) until rebuild_index recreates it.
+    same_model = (
+        embedded.identity is not None
+        and recorded[0] == embedded.identity
+        and recorded[2] == engine.layout
+    )
     keep, drop = [], []
     for row in rows:
         vector = embedded.vector_for(row.document) if same_model else None
@@ -583,7 +622,7 @@ def rebuild(
         report.seconds = time.monotonic() - started
         return report
     model = _model()
-    recreated = current.state in (State.MISSING, State.MODEL_CHANGED)
+    recreated = current.state in (State.MISSING, State.MODEL_CHANGED, State.LAYOUT_CHANGED)
     if recreated:
         if connection.in_atomic_block and not vector_engine().transactional_ddl:
             # DDL would commit the caller's transaction here (OceanBase).
@@ -618,7 +657,7 @@ def rebuild(
                 for key, vector in zip(keys, vectors, strict=True)
                 if now.get(key) == rows[key]
             ]
-            if _recorded(index) == (model.identity, model.dimension) and fresh:
+            if _recorded(index) == _current(model) and fresh:
                 vector_engine().upsert(index, fresh)
         report.inserted += len(fresh)
         done += len(batch)

@@ -332,6 +332,40 @@ def test_a_dimension_change_recreates_the_table_for_the_new_dimension(family):
     assert len(nearest(family)) == 1
 
 
+def test_a_table_of_another_layout_is_not_read_nor_written_until_rebuilt(family):
+    """What a database upgraded from before the engine's current layout looks like (the
+    migration records layout "" for a SQLite table made then; tests/powercontext/
+    test_vector_sqlite.py does it with the real old table)."""
+    first = family.add(POSTGRES)
+    VectorIndexState.objects.filter(index=family.index.name).update(layout="")
+    current = vectors.status(family.index)
+    assert current.state is vectors.State.LAYOUT_CHANGED
+    assert "rebuild_index" in current.detail
+    with pytest.raises(vectors.VectorsNotReady):
+        nearest(family)
+    second = family.add(CSS)
+    assert {stored.cited_id for stored in _stored(family.index).values()} == {first}
+
+    report = vectors.rebuild(family.index)
+
+    assert "recreated" in report.index
+    assert report.inserted == 2
+    assert VectorIndexState.objects.get(index=family.index.name).layout == (
+        vectors.vector_engine().layout
+    )
+    assert vectors.status(family.index).ready
+    assert {hit.cited_id for hit in nearest(family)} == {first, second}
+
+
+def test_the_migration_keeps_oceanbase_tables_at_their_layout():
+    from importlib import import_module
+
+    from powercontext.search.vector_oceanbase import OceanBaseVectors
+
+    migration = import_module("powercontext.migrations.0003_vector_index_state_layout")
+    assert migration.OCEANBASE_LAYOUT == OceanBaseVectors.layout
+
+
 # -- rebuilding, checking, readiness ---------------------------------------------------
 
 

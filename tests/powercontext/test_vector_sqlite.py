@@ -1,0 +1,172 @@
+"""SQLite's vector table (``powercontext.search.vector_sqlite``): the sign-bit scan that
+finds the candidates, the exact cosine that orders them, and a table of the layout an
+older release created (float vectors only), which is detected and rebuilt."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from memory import services as memory_services
+from memory.search_index import MEMORY_INDEX
+from powercontext import embeddings
+from powercontext.models import VectorIndexState
+from powercontext.search import vector_sqlite, vectors
+from powercontext.search.vectors import VectorRow
+from powercontext.snapshot import read_snapshot
+from tests.conftest import sqlite_only
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    sqlite_only("sqlite-vec's vec0 table and its chunk storage"),
+]
+
+DIMENSION = 384
+SCOPE = "scope-knn"
+
+
+@dataclass(frozen=True)
+class Index:
+    """As much of a declared index as the engine reads: its name."""
+
+    name: str
+
+
+@pytest.fixture
+def table():
+    index = Index("knn_test")
+    engine = vector_sqlite.SqliteVectors()
+    forward, reverse = engine.ddl(index, DIMENSION)
+    with connection.cursor() as cursor:
+        for statement in [*reverse, *forward]:
+            cursor.execute(statement)
+    yield index
+    with connection.cursor() as cursor:
+        for statement in reverse:
+            cursor.execute(statement)
+
+
+def _unit(matrix):
+    matrix = np.asarray(matrix, dtype=np.float32)
+    return matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)
+
+
+def _store(index, vectors_by_key, scope_id=SCOPE):
+    vector_sqlite.SqliteVectors().upsert(
+        index,
+        [
+            (VectorRow(key, scope_id, f"cited-{key}", 1, ""), vector)
+            for key, vector in vectors_by_key.items()
+        ],
+    )
+
+
+def test_the_bit_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
+    """The scan reads vec0's chunk storage itself: same candidates as vec0's KNN over the
+    same column, across several chunks, with deleted rows and another scope around."""
+    rng = np.random.default_rng(16)
+    matrix = _unit(rng.standard_normal((2600, DIMENSION)))
+    _store(table, {key + 1: matrix[key] for key in range(2300)})
+    _store(table, {key + 1: matrix[key] for key in range(2300, 2600)}, scope_id="other")
+    vector_sqlite.SqliteVectors().delete(table, list(range(1, 2300, 7)))
+    engine = vector_sqlite.SqliteVectors()
+    for query in _unit(rng.standard_normal((5, DIMENSION))):
+        ours = engine.hamming_nearest(table, scope_id=SCOPE, vector=query, k=300)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT rowid, distance FROM knn_test_vec WHERE embedding_bit MATCH "
+                "vec_quantize_binary(%s) AND k = 300 AND scope_id = %s",
+                [embeddings.to_sqlite_vec(query), SCOPE],
+            )
+            theirs = dict(cursor.fetchall())
+        bits = np.packbits(matrix > 0, axis=1, bitorder="little")
+        query_bits = np.packbits(query > 0, bitorder="little")
+        distance = {key: int(np.unpackbits(bits[key - 1] ^ query_bits).sum()) for key in ours}
+        assert [distance[key] for key in ours] == sorted(theirs.values())
+        # Ties at the 300th distance may be cut differently; everything nearer is the same.
+        nearer = max(theirs.values())
+        assert {key for key in ours if distance[key] < nearer} == {
+            key for key, found in theirs.items() if found < nearer
+        }
+        assert all(key % 7 != 1 for key in ours)  # no deleted row
+
+
+def test_the_answer_is_in_exact_cosine_order_not_hamming_order(table):
+    """Crafted so the signs mislead: ``same_signs`` agrees with the query on every sign
+    (Hamming distance 0) yet points elsewhere; ``close`` is near the query with 100 small
+    components of the other sign. Cosine must win."""
+    query = _unit(np.r_[1.0, np.full(DIMENSION - 1, 0.01)])
+    same_signs = _unit(np.r_[0.1, np.full(DIMENSION - 1, 1.0)])
+    close = _unit(np.r_[1.0, np.full(100, -0.01), np.full(DIMENSION - 101, 0.01)])
+    middle = _unit(np.r_[1.0, np.full(DIMENSION - 1, 0.2)])
+    _store(table, {1: same_signs, 2: close, 3: middle})
+    engine = vector_sqlite.SqliteVectors()
+    assert engine.hamming_nearest(table, scope_id=SCOPE, vector=query, k=3) == [1, 3, 2]
+
+    found = engine.nearest(table, scope_id=SCOPE, vector=query, k=3)
+
+    assert [key for key, *_ in found] == [2, 3, 1]
+    exact = {
+        key: 1.0 - float(vector @ query)
+        for key, vector in ((1, same_signs), (2, close), (3, middle))
+    }
+    for key, cited, version, distance in found:
+        assert (cited, version) == (f"cited-{key}", "1")
+        assert distance == pytest.approx(exact[key], abs=1e-5)
+    assert [key for key, *_ in engine.nearest(table, scope_id=SCOPE, vector=query, k=1)] == [2]
+
+
+def test_a_scope_with_no_vectors_and_k_zero_answer_nothing(table):
+    engine = vector_sqlite.SqliteVectors()
+    query = _unit(np.ones(DIMENSION))
+    assert engine.nearest(table, scope_id="empty", vector=query, k=5) == []
+    _store(table, {1: query})
+    assert engine.nearest(table, scope_id=SCOPE, vector=query, k=0) == []
+    vector_sqlite.SqliteVectors().delete(table, [1])
+    assert engine.nearest(table, scope_id=SCOPE, vector=query, k=5) == []
+
+
+# The vector table as the release before the sign-bit layout created it.
+OLD_LAYOUT = (
+    "CREATE VIRTUAL TABLE memory_activeentry_vec USING vec0(scope_id text partition key, "
+    "embedding float[384] distance_metric=cosine, +cited_id text, +version text)"
+)
+
+
+def test_a_table_of_the_old_layout_is_reported_never_written_and_rebuilt():
+    assert vectors.vec_table(MEMORY_INDEX) == "memory_activeentry_vec"
+    first = memory_services.memory_remember(
+        scope_id=SCOPE, kind="note", text="The PostgreSQL pool runs out of connections."
+    ).entry.citation.entry_id
+    # What an upgraded database holds: the old table, recorded before layouts were.
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE memory_activeentry_vec")
+        cursor.execute(OLD_LAYOUT)
+    VectorIndexState.objects.filter(index=MEMORY_INDEX.name).update(layout="")
+
+    current = vectors.status(MEMORY_INDEX)
+    assert current.state is vectors.State.LAYOUT_CHANGED
+    assert "older layout" in current.detail
+    assert "rebuild_index" in current.detail
+    query = embeddings.embedder().embed_query("postgres connections exhausted")
+    with read_snapshot(), pytest.raises(vectors.VectorsNotReady):
+        vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vector=query, limit=5)
+    # A write goes through (its vector is not written into the old table).
+    second = memory_services.memory_remember(
+        scope_id=SCOPE, kind="note", text="Invoices are emailed at the end of the month."
+    ).entry.citation.entry_id
+    assert any("older layout" in str(f) for f in vectors.check(MEMORY_INDEX).findings)
+
+    report = vectors.rebuild(MEMORY_INDEX)
+
+    assert "recreated" in report.index
+    assert report.inserted == 2
+    assert vectors.status(MEMORY_INDEX).ready
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_activeentry_vec'")
+        assert "embedding_bit bit[384]" in cursor.fetchone()[0]
+    with read_snapshot():
+        hits = vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vector=query, limit=5)
+    assert hits[0].cited_id == first
+    assert {hit.cited_id for hit in hits} == {first, second}
