@@ -1,30 +1,32 @@
 """The vector channel on SQLite: a sqlite-vec ``vec0`` table per declared index, searched
-by a binary-quantised scan and rescored by exact cosine.
+by a scan of 2-bit codes and rescored by exact cosine.
 
 ``<name>_vec`` is a ``vec0`` virtual table whose rowid is the indexed table's row key,
-partitioned by scope, with one vector column, ``embedding_bit bit[<dimension>]`` (the
-signs of the embedding, ``vec_quantize_binary``), and as auxiliary columns the cited id
-and version the vector was computed from and ``embedding``, the float32 vector itself.
+partitioned by scope, with one vector column, ``embedding_code bit[2 x dimension]`` (each
+value of the embedding quantised to three levels, :func:`_code`), and as auxiliary columns
+the cited id and version the vector was computed from and ``embedding``, the float32
+vector itself.
 
 :meth:`SqliteVectors.nearest` finds the ``k`` nearest rows of a scope in two steps:
 
-1. the :data:`COARSE_FACTOR` x ``k`` rows (at least :data:`COARSE_MIN`) nearest by
-   Hamming distance between the sign bits, every row of the scope compared;
+1. the :data:`COARSE_FACTOR` x ``k`` rows (at least :data:`COARSE_MIN`) whose codes are
+   nearest by Hamming distance, every row of the scope compared;
 2. their exact cosine distance (``vec_distance_cosine`` on the float vectors), sorted,
    cut to ``k``.
 
-So the answer is exact cosine order; it can miss a row only when the row is among the
-cosine ``k`` nearest but not among the Hamming candidates, which on real embeddings was
-under 1 % of the top 50 (docs/relevance.md, "Vectors on SQLite"); a scope of no more
-rows than the candidates is searched exactly. The float KNN it replaces cost 94 ms at
-100,000 rows, the bit scan and rescoring a few.
+So the answer is in exact cosine order; it can miss a row only when the row is among the
+``k`` nearest by cosine but not among the candidates, which on real embeddings was under
+1 % of the top 50 (docs/relevance.md, "Vectors on SQLite"); a scope of no more rows than
+the candidates is searched exactly. Three levels, not signs alone: sign bits
+(``vec_quantize_binary``) needed four times as many candidates for the same overlap, and
+rescoring, a row lookup each, is the costly step.
 
-Step 1 reads the bit vectors straight from the table's chunk storage (``_chunks`` and
-``_vector_chunks00``, whose format sqlite-vec 0.1.9 documents in its ARCHITECTURE.md:
-per chunk a validity bitmap, the rowids as 64-bit integers, the vectors end to end) and
-computes the distances with numpy. Not with ``embedding_bit MATCH ... AND k = ...``: that
-KNN selects its top ``k`` per chunk in O(``k`` x chunk size), so 200 candidates at
-100,000 rows cost 40 ms where the scan costs 2-4. A test checks the scan against
+Step 1 reads the codes straight from the table's chunk storage (``_chunks`` and
+``_vector_chunks00``, whose format sqlite-vec 0.1.9 describes in its ARCHITECTURE.md: per
+chunk a validity bitmap, the rowids as 64-bit integers, the vectors end to end) and
+computes the distances with numpy. Not with ``embedding_code MATCH ... AND k = ...``: that
+KNN selects its top ``k`` in each chunk in O(``k`` x chunk size), so 1,000 candidates at
+100,000 rows would cost 200 ms where the scan costs a few. A test checks the scan against
 sqlite-vec's own Hamming KNN, so a format change in another sqlite-vec fails loudly.
 Step 2 reads the auxiliary columns by rowid (``_auxiliary``, a plain table): fetching a
 ``vec0`` vector column costs a blob open per row.
@@ -46,26 +48,31 @@ from powercontext.embeddings import to_sqlite_vec
 from powercontext.search.indexes import SearchIndex
 from powercontext.search.vectors import StoredVector, VectorRow, delete_vectors, vec_table
 
-# Hamming candidates per row asked for, and their least number (see the module's
-# docstring; chosen on real embeddings, docs/relevance.md).
-COARSE_FACTOR = 32
-COARSE_MIN = 1024
+# Candidates by code per row asked for, and their least number, and the code's middle
+# level (see the module's docstring; chosen on real embeddings, docs/relevance.md).
+COARSE_FACTOR = 16
+COARSE_MIN = 512
+LEVEL = 0.45
 # Row keys bound to one statement (SQLite allows 32,766; the write paths use 500 too).
 _BATCH = 500
 
 
-def _sign_bits(vector: Any) -> np.ndarray:
-    """``vec_quantize_binary``'s bits: 1 where the value is positive, least significant
-    bit first in each byte."""
+def _code(vector: Any) -> np.ndarray:
+    """The vector's 2-bit code, as packed bits (least significant first in each byte, as
+    sqlite-vec packs them): each value is one of three levels (below -t, within t of 0,
+    above t; t = :data:`LEVEL` / sqrt(dimension), a fraction of a unit vector's typical
+    value), written as two bits (above -t, above t), so the Hamming distance between two
+    codes is the sum of their level differences."""
     values = np.asarray(vector, dtype=np.float32)
-    return np.packbits(values > 0, bitorder="little")
+    step = LEVEL / np.sqrt(values.size)
+    return np.packbits(np.concatenate([values > -step, values > step]), bitorder="little")
 
 
 class SqliteVectors:
     transactional_ddl: ClassVar[bool] = True
     # Recorded with the model (``VectorIndexState.layout``): a table of another layout
     # (before it, ``embedding float[...]`` alone) is rebuilt, never read or written.
-    layout: ClassVar[str] = "vec0 bit+float rescored"
+    layout: ClassVar[str] = "vec0 2-bit code, float rescoring"
 
     @staticmethod
     def ddl(index: SearchIndex, dimension: int) -> tuple[list[str], list[str]]:
@@ -73,7 +80,7 @@ class SqliteVectors:
         create = (
             f"CREATE VIRTUAL TABLE {vec} USING vec0("
             "scope_id text partition key, "
-            f"embedding_bit bit[{int(dimension)}], "
+            f"embedding_code bit[{2 * int(dimension)}], "
             "+cited_id text, +version text, +embedding blob)"
         )
         return [create], [f"DROP TABLE IF EXISTS {vec}"]
@@ -92,13 +99,13 @@ class SqliteVectors:
         self.delete(index, [row.row_key for row, _ in rows])
         with connection.cursor() as cursor:
             cursor.executemany(
-                f"INSERT INTO {vec}(rowid, scope_id, embedding_bit, cited_id, version, "  # noqa: S608
+                f"INSERT INTO {vec}(rowid, scope_id, embedding_code, cited_id, version, "  # noqa: S608
                 "embedding) VALUES (%s, %s, vec_bit(%s), %s, %s, %s)",
                 [
                     (
                         row.row_key,
                         row.scope_id,
-                        _sign_bits(vector).tobytes(),
+                        _code(vector).tobytes(),
                         row.cited_id,
                         str(row.version),
                         to_sqlite_vec(vector),
@@ -115,7 +122,7 @@ class SqliteVectors:
     ) -> list[tuple[int, str, str, float]]:
         if k <= 0:
             return []
-        candidates = self.hamming_nearest(
+        candidates = self.code_nearest(
             index, scope_id=scope_id, vector=vector, k=max(k * COARSE_FACTOR, COARSE_MIN)
         )
         auxiliary = connection.ops.quote_name(vec_table(index) + "_auxiliary")
@@ -138,11 +145,9 @@ class SqliteVectors:
             for key, cited, version, distance in found[:k]
         ]
 
-    def hamming_nearest(
-        self, index: SearchIndex, *, scope_id: str, vector: Any, k: int
-    ) -> list[int]:
+    def code_nearest(self, index: SearchIndex, *, scope_id: str, vector: Any, k: int) -> list[int]:
         """The row keys of the scope's ``k`` vectors nearest to ``vector`` by Hamming
-        distance between sign bits (all of them when the scope has no more), nearest
+        distance between their codes (all of them when the scope has no more), nearest
         first, ties by row key."""
         vec = vec_table(index)
         chunks = connection.ops.quote_name(vec + "_chunks")
@@ -157,8 +162,8 @@ class SqliteVectors:
             stored = cursor.fetchall()
         if not stored:
             return []
-        query = _sign_bits(vector)
-        # 64-bit words where the bit vector has whole ones (384 bits: 6), else bytes.
+        query = _code(vector)
+        # 64-bit words where the code has whole ones (768 bits: 12), else bytes.
         word = np.dtype("<u8") if query.size % 8 == 0 else np.dtype(np.uint8)
         keys = np.frombuffer(b"".join(bytes(row[1]) for row in stored), dtype="<i8")
         valid = np.unpackbits(

@@ -544,9 +544,12 @@ def _rows(
     conditions = [f"{quote(column)} = %s" for column, _ in index.filters]
     params: list[Any] = [value for _, value in index.filters]
     conditions.append(f"{quote(index.text_column)} <> ''")
-    if scope_id is not None:
+    if scope_id is not None and keys is None:
         conditions.append(f"{quote(index.scope_column)} = %s")
         params.append(scope_id)
+    # Given keys, the scope is checked here, not in SQL: with both, SQLite's planner (no
+    # statistics) walked the scope's index, every row of a 100,000-row scope, instead of
+    # looking the keys up (20 ms a search).
     sql = (
         f"SELECT {', '.join(quote(column) for column in columns)} "  # noqa: S608 - names only
         f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
@@ -568,6 +571,8 @@ def _rows(
                 # Identity columns come back as bytes on OceanBase; a version may be a
                 # number (a revision): the vector stores it as text.
                 row = (identity_text(scope), identity_text(cited))
+                if scope_id is not None and row[0] != scope_id:
+                    continue
                 if with_text:
                     found[int(key)] = (*row, _version(version), *text)
                 else:

@@ -1,5 +1,5 @@
-"""SQLite's vector table (``powercontext.search.vector_sqlite``): the sign-bit scan that
-finds the candidates, the exact cosine that orders them, and a table of the layout an
+"""SQLite's vector table (``powercontext.search.vector_sqlite``): the scan of 2-bit codes
+that finds the candidates, the exact cosine that orders them, and a table of the layout an
 older release created (float vectors only), which is detected and rebuilt."""
 
 from dataclasses import dataclass
@@ -62,7 +62,7 @@ def _store(index, vectors_by_key, scope_id=SCOPE):
     )
 
 
-def test_the_bit_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
+def test_the_code_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
     """The scan reads vec0's chunk storage itself: same candidates as vec0's KNN over the
     same column, across several chunks, with deleted rows and another scope around."""
     rng = np.random.default_rng(16)
@@ -72,17 +72,15 @@ def test_the_bit_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
     vector_sqlite.SqliteVectors().delete(table, list(range(1, 2300, 7)))
     engine = vector_sqlite.SqliteVectors()
     for query in _unit(rng.standard_normal((5, DIMENSION))):
-        ours = engine.hamming_nearest(table, scope_id=SCOPE, vector=query, k=300)
+        ours = engine.code_nearest(table, scope_id=SCOPE, vector=query, k=300)
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT rowid, distance FROM knn_test_vec WHERE embedding_bit MATCH "
-                "vec_quantize_binary(%s) AND k = 300 AND scope_id = %s",
-                [embeddings.to_sqlite_vec(query), SCOPE],
+                "SELECT rowid, distance FROM knn_test_vec WHERE embedding_code MATCH "
+                "vec_bit(%s) AND k = 300 AND scope_id = %s",
+                [vector_sqlite._code(query).tobytes(), SCOPE],
             )
             theirs = dict(cursor.fetchall())
-        bits = np.packbits(matrix > 0, axis=1, bitorder="little")
-        query_bits = np.packbits(query > 0, bitorder="little")
-        distance = {key: int(np.unpackbits(bits[key - 1] ^ query_bits).sum()) for key in ours}
+        distance = {key: _levels_apart(matrix[key - 1], query) for key in ours}
         assert [distance[key] for key in ours] == sorted(theirs.values())
         # Ties at the 300th distance may be cut differently; everything nearer is the same.
         nearer = max(theirs.values())
@@ -92,29 +90,36 @@ def test_the_bit_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
         assert all(key % 7 != 1 for key in ours)  # no deleted row
 
 
-def test_the_answer_is_in_exact_cosine_order_not_hamming_order(table):
-    """Crafted so the signs mislead: ``same_signs`` agrees with the query on every sign
-    (Hamming distance 0) yet points elsewhere; ``close`` is near the query with 100 small
-    components of the other sign. Cosine must win."""
-    query = _unit(np.r_[1.0, np.full(DIMENSION - 1, 0.01)])
-    same_signs = _unit(np.r_[0.1, np.full(DIMENSION - 1, 1.0)])
-    close = _unit(np.r_[1.0, np.full(100, -0.01), np.full(DIMENSION - 101, 0.01)])
-    middle = _unit(np.r_[1.0, np.full(DIMENSION - 1, 0.2)])
-    _store(table, {1: same_signs, 2: close, 3: middle})
+def _levels_apart(vector, other):
+    """The codes' Hamming distance, from its definition: the sum of level differences."""
+    step = vector_sqlite.LEVEL / np.sqrt(DIMENSION)
+
+    def levels(values):
+        return (values > -step).astype(int) + (values > step).astype(int)
+
+    return int(np.abs(levels(vector) - levels(other)).sum())
+
+
+def test_the_answer_is_in_exact_cosine_order_not_code_order(table):
+    """Crafted so the codes mislead: ``same_levels`` has the query's levels but one, yet
+    points elsewhere; ``close`` is nearer the query with 100 small components of the other
+    sign. Cosine must win."""
+    query = _unit(np.r_[1.0, np.full(DIMENSION - 1, 0.05)])
+    same_levels = _unit(np.r_[0.2, np.full(DIMENSION - 1, 1.0)])
+    close = _unit(np.r_[1.0, np.full(DIMENSION - 101, 0.05), np.full(100, -0.05)])
+    nearest = _unit(np.r_[1.0, np.full(DIMENSION - 1, 0.1)])
+    rows = {1: same_levels, 2: close, 3: nearest}
+    _store(table, rows)
     engine = vector_sqlite.SqliteVectors()
-    assert engine.hamming_nearest(table, scope_id=SCOPE, vector=query, k=3) == [1, 3, 2]
+    assert engine.code_nearest(table, scope_id=SCOPE, vector=query, k=3) == [3, 1, 2]
 
     found = engine.nearest(table, scope_id=SCOPE, vector=query, k=3)
 
-    assert [key for key, *_ in found] == [2, 3, 1]
-    exact = {
-        key: 1.0 - float(vector @ query)
-        for key, vector in ((1, same_signs), (2, close), (3, middle))
-    }
+    assert [key for key, *_ in found] == [3, 2, 1]
     for key, cited, version, distance in found:
         assert (cited, version) == (f"cited-{key}", "1")
-        assert distance == pytest.approx(exact[key], abs=1e-5)
-    assert [key for key, *_ in engine.nearest(table, scope_id=SCOPE, vector=query, k=1)] == [2]
+        assert distance == pytest.approx(1.0 - float(rows[key] @ query), abs=1e-5)
+    assert [key for key, *_ in engine.nearest(table, scope_id=SCOPE, vector=query, k=2)] == [3, 2]
 
 
 def test_a_scope_with_no_vectors_and_k_zero_answer_nothing(table):
@@ -165,7 +170,7 @@ def test_a_table_of_the_old_layout_is_reported_never_written_and_rebuilt():
     assert vectors.status(MEMORY_INDEX).ready
     with connection.cursor() as cursor:
         cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_activeentry_vec'")
-        assert "embedding_bit bit[384]" in cursor.fetchone()[0]
+        assert "embedding_code bit[768]" in cursor.fetchone()[0]
     with read_snapshot():
         hits = vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vector=query, limit=5)
     assert hits[0].cited_id == first
