@@ -240,6 +240,27 @@ def time_rebuild(count: int) -> tuple[int, float, str]:
     return report.inserted, report.inserted / report.seconds, report.index
 
 
+def create_database(url: str) -> None:
+    """The database of a new seekdb's URL (its holder creates none)."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    import MySQLdb
+
+    parts = urlsplit(url)
+    query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+    options: dict[str, object] = {"user": unquote(parts.username or "root")}
+    if "unix_socket" in query:
+        options["unix_socket"] = query["unix_socket"]
+    else:
+        options.update(host=parts.hostname or "127.0.0.1", port=parts.port or 2881)
+    name = unquote(parts.path.lstrip("/"))
+    connection = MySQLdb.connect(**options)
+    try:
+        connection.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{name}`")
+    finally:
+        connection.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -260,6 +281,7 @@ def main() -> None:
 
         server = start_test_oceanbase(database="vectorbench")
         url = server.url
+        create_database(url)
     try:
         with tempfile.TemporaryDirectory(prefix="vector-bench-") as home:
             setup_django(Path(home), url)
