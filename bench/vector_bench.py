@@ -13,8 +13,9 @@ vectors, which cost the index exactly what real ones do; the queries are real pr
 version check), p50 and p95 over ``--queries`` queries. Then ``--rebuild`` entries lose
 their vector and ``vectors.rebuild`` re-embeds them with the real model from their real
 text: entries/s, the model's share, and the time spent comparing rows with vectors.
-Then the split of a hybrid prepare over the same prompts, in process: the prompt's
-embedding, the lexical search, ``vector_match``, the fusion and reading of the hits, and
+Then the split of a hybrid prepare over the same prompts, in process: the embedding of the
+prompt's segments (one call), the lexical search, the nearest rows of each segment
+(``hybrid.semantic_hits``), the fusion and reading of the hits, and
 the whole ``prepare_context`` (the builder is what is left). Targets: vector_match p50 well
 under 30 ms at 100k (prepare hybrid <= 60 ms), rebuild >= 200 entries/s.
 """
@@ -174,9 +175,9 @@ def time_prepare_split(queries: int) -> dict[str, float]:
     from memory.search_index import MEMORY_INDEX
     from memory.selectors import memory_head, memory_search_at
     from powercontext import analyzer
-    from powercontext.search import hybrid, vectors
+    from powercontext.search import hybrid
     from powercontext.search.policy import CANDIDATE_POOL
-    from powercontext.search.ranking import query_segments
+    from powercontext.search.ranking import query_segments, semantic_segments
     from powercontext.snapshot import read_snapshot
 
     texts = json.loads(PROMPTS.read_text(encoding="utf-8"))["prompts"][:queries]
@@ -192,7 +193,8 @@ def time_prepare_split(queries: int) -> dict[str, float]:
             values.clear()
         for text in texts:
             began = time.perf_counter()
-            vector = hybrid.query_vector(text)
+            # As prepare embeds a prompt: each segment, in one call (no history here).
+            query_vectors = hybrid.query_vectors(semantic_segments(text))
             parts["embedding"].append(time.perf_counter() - began)
             terms, segments = analyzer.query_terms(text), query_segments(text)
             with read_snapshot():
@@ -203,8 +205,8 @@ def time_prepare_split(queries: int) -> dict[str, float]:
                 )
                 lexical = time.perf_counter() - began
                 began = time.perf_counter()
-                vectors.vector_match(
-                    MEMORY_INDEX, scope_id=SCOPE, query_vector=vector, limit=CANDIDATE_POOL
+                hybrid.semantic_hits(
+                    MEMORY_INDEX, scope_id=SCOPE, queries=query_vectors, limit=CANDIDATE_POOL
                 )
                 vector_seconds = time.perf_counter() - began
                 began = time.perf_counter()
@@ -214,7 +216,8 @@ def time_prepare_split(queries: int) -> dict[str, float]:
                     terms=terms,
                     limit=MEMORY_WINDOW,
                     segments=segments,
-                    vector=vector,
+                    query_vectors=query_vectors,
+                    answer_floor=hybrid.ANSWER_FLOOR,
                 )
                 both = time.perf_counter() - began
             parts["lexical"].append(lexical)

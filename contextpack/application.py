@@ -45,7 +45,7 @@ from powercontext import analyzer, metrics
 from powercontext.refs import ArtifactRef
 from powercontext.search import SearchInconsistent, hybrid
 from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
-from powercontext.search.ranking import query_segments, semantic_text
+from powercontext.search.ranking import query_segments, semantic_segments
 from powercontext.snapshot import read_snapshot
 from powercontext.term_counts import TermCounts
 
@@ -155,10 +155,10 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
     prompts = recent_prompt_terms(scope_id=scope_id, query=query)
     recurring = recurring_terms(terms, prompts)
     segments = query_segments(query)
-    # Embedded here, once the user's boilerplate is known (a read snapshot holds no lock:
-    # WAL readers and REPEATABLE READ never block a writer). None when the channel cannot
-    # embed: the pack is then the lexical one.
-    vector = hybrid.query_vector(semantic_text(query, recurring))
+    # Each segment embedded on its own, in one call, once the user's boilerplate is known
+    # (a read snapshot holds no lock: WAL readers and REPEATABLE READ never block a
+    # writer). None when the channel cannot embed: the pack is then the lexical one.
+    vectors = hybrid.query_vectors(semantic_segments(query, recurring))
     found = memory_search_at(
         scope_id=scope_id,
         head=head,
@@ -166,7 +166,8 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
         limit=MEMORY_WINDOW + beyond_window,
         recurring=recurring,
         segments=segments,
-        vector=vector,
+        query_vectors=vectors,
+        answer_floor=hybrid.ANSWER_FLOOR,
     )
     memory_hits = [
         MemoryHit(
@@ -187,7 +188,8 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
             limit=EXPERIENCE_WINDOW + beyond_window,
             recurring=recurring,
             segments=segments,
-            vector=vector,
+            query_vectors=vectors,
+            answer_floor=hybrid.ANSWER_FLOOR,
         )
     ]
     return _Retrieved(

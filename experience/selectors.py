@@ -234,7 +234,8 @@ def experience_search_at(
     limit: int,
     recurring: Collection[str] = frozenset(),
     segments: Sequence[Collection[str]] | None = None,
-    vector: Any | None = None,
+    query_vectors: Sequence[Any] | None = None,
+    answer_floor: float | None = None,
 ) -> list[ExperienceFound]:
     """Approved Experience of the scope matching a query's analyzer ``terms``, best first
     (ties by artifact id), each citing its exact head revision with its four fields;
@@ -243,9 +244,10 @@ def experience_search_at(
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
-    SearchInconsistent when the index describes another revision than the head. With a
-    query ``vector`` the semantic channel's nearest heads join and the two are fused
-    (``powercontext.search.hybrid``).
+    SearchInconsistent when the index describes another revision than the head. With
+    ``query_vectors`` (the query's, or each of a prompt's segments') the semantic channel's
+    nearest heads join and the two are fused (``powercontext.search.hybrid``; a pack passes
+    its ``answer_floor``).
     """
     plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
     engine = search_engine()
@@ -261,12 +263,18 @@ def experience_search_at(
     if any(hit.version != hit.indexed_version for hit in candidates):
         raise SearchInconsistent()
     semantic = hybrid.semantic_hits(
-        EXPERIENCE_INDEX, scope_id=scope_id, vector=vector, limit=max(limit, CANDIDATE_POOL)
+        EXPERIENCE_INDEX,
+        scope_id=scope_id,
+        queries=query_vectors,
+        limit=max(limit, CANDIDATE_POOL),
     )
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    ranked = [item.hit for item in hybrid.ranked(candidates, scored, semantic)[:limit]]
+    ranked = [
+        item.hit
+        for item in hybrid.ranked(candidates, scored, semantic, answer_floor=answer_floor)[:limit]
+    ]
     if not ranked:
         return []
     query_filter = Q()

@@ -237,8 +237,9 @@ def memory_search_at(
     recurring: Collection[str] = frozenset(),
     segments: Sequence[Collection[str]] | None = None,
     fill: bool = False,
-    vector: Any | None = None,
+    query_vectors: Sequence[Any] | None = None,
     lexical: bool = True,
+    answer_floor: float | None = None,
 ) -> list[MemorySearchHit]:
     """Full-text hits for a query's analyzer ``terms`` against revision ``head``, best
     first: the engine's candidates scored by the policy's weighted terms
@@ -248,9 +249,12 @@ def memory_search_at(
     ``limit`` (a deliberate search wants every entry that holds its words; a prompt's pack
     is better without the entries that share only its common words).
 
-    With a query ``vector`` the semantic channel's nearest entries join the candidates
-    and the two are fused (``powercontext.search.hybrid``); an entry without a vector is
-    still found by its words. ``lexical=False`` searches by meaning only.
+    With ``query_vectors`` (the query's, or each of a prompt's segments') the semantic
+    channel's nearest entries join the candidates and the two are fused
+    (``powercontext.search.hybrid``); an entry without a vector is still found by its
+    words. ``lexical=False`` searches by meaning only. ``answer_floor`` is a Context
+    Pack's: a prompt no entry comes near gets only its few best hits
+    (``hybrid.ANSWER_FLOOR``); an explicit search never passes it.
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
@@ -278,14 +282,17 @@ def memory_search_at(
                 if hit.cited_id not in seen
             ]
     semantic = hybrid.semantic_hits(
-        MEMORY_INDEX, scope_id=scope_id, vector=vector, limit=max(limit, CANDIDATE_POOL)
+        MEMORY_INDEX,
+        scope_id=scope_id,
+        queries=query_vectors,
+        limit=max(limit, CANDIDATE_POOL),
     )
     if not candidates and not semantic:
         return []
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    fused = hybrid.ranked(candidates, scored, semantic)[:limit]
+    fused = hybrid.ranked(candidates, scored, semantic, answer_floor=answer_floor)[:limit]
     ranked = [replace(item.hit, score=item.score) for item in fused]
     if not ranked:
         return []  # every semantic candidate under the floor, no lexical one
@@ -390,7 +397,7 @@ def memory_search(
             terms=terms,
             limit=limit,
             fill=True,
-            vector=vector,
+            query_vectors=None if vector is None else (vector,),
             lexical=mode != hybrid.VECTOR,
         )
     if any(hit.revision != head for hit in hits):

@@ -27,6 +27,16 @@ SEARCH_MODES = (AUTO, FTS, VECTOR, HYBRID)
 # question nothing answers. Candidates the words found are never cut by it.
 SEMANTIC_FLOOR = 0.3
 
+# A Context Pack (never an explicit search) for a prompt to which no row of the scope comes
+# as near as this, by any of its segments, holds at most its ``UNANSWERED_HITS`` best
+# candidates: the words of a question nothing answers ("How do I rotate the TLS
+# certificate?") still match entries that share one of them ("certificate"), and those are
+# noise to the agent. Measured on both dev sets (docs/relevance.md §7): every no-answer
+# prompt of the coding-memory set is under 0.35, 6 of its 171 answerable ones and 3 of
+# LoCoMo's 759 bare questions are.
+ANSWER_FLOOR = 0.35
+UNANSWERED_HITS = 2
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -59,17 +69,37 @@ def query_vector(text: str) -> Any | None:
         return None
 
 
-def semantic_hits(
-    index: SearchIndex, *, scope_id: str, vector: Any | None, limit: int
-) -> list[IndexHit] | None:
-    """The index's nearest rows to ``vector`` in the caller's snapshot, or None when there
-    is no vector or the channel cannot be read now."""
-    if vector is None:
+def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:
+    """One embedding per text (a prompt's segments), in one batched call of the model; None
+    when the channel cannot embed or there is no text."""
+    if not texts or not embeddings.enabled():
         return None
     try:
-        return vectors.vector_match(index, scope_id=scope_id, query_vector=vector, limit=limit)
+        return tuple(embeddings.embedder().embed_documents(list(texts)))
+    except embeddings.EmbeddingsUnavailable:
+        return None
+
+
+def semantic_hits(
+    index: SearchIndex, *, scope_id: str, queries: Sequence[Any] | None, limit: int
+) -> list[IndexHit] | None:
+    """The index's nearest rows to any of ``queries`` (a query's, or each of a prompt's
+    segments') in the caller's snapshot, best first: a row scores the similarity of the
+    vector it is nearest to, and the ``limit`` best are kept. None when there is no vector
+    or the channel cannot be read now."""
+    if not queries:
+        return None
+    best: dict[str, IndexHit] = {}
+    try:
+        for vector in queries:
+            for hit in vectors.vector_match(
+                index, scope_id=scope_id, query_vector=vector, limit=limit
+            ):
+                if hit.cited_id not in best or hit.score > best[hit.cited_id].score:
+                    best[hit.cited_id] = hit
     except vectors.VectorsNotReady:
         return None
+    return sorted(best.values(), key=lambda hit: (-hit.score, hit.cited_id))[:limit]
 
 
 def _kept(item: Ranked, semantic_scores: dict[str, float], floor: float) -> bool:
@@ -82,11 +112,14 @@ def ranked(
     semantic: Sequence[IndexHit] | None,
     *,
     floor: float = SEMANTIC_FLOOR,
+    answer_floor: float | None = None,
 ) -> list[Ranked]:
     """Candidates best first: the lexical order alone when ``semantic`` is None, else
     both channels fused (``powercontext.search.fusion``). Every lexical candidate is
-    kept; a semantic-only one is kept when its similarity reaches ``floor``. The caller
-    cuts to its window."""
+    kept; a semantic-only one is kept when its similarity reaches ``floor``. With an
+    ``answer_floor`` (a Context Pack's), when no semantic candidate reaches it only the
+    ``UNANSWERED_HITS`` best are kept (never none: the words' best match stays). The
+    caller cuts to its window."""
     by_id = {hit.cited_id: hit for hit in semantic or ()}
     # The lexical hit wins for a candidate both found: it carries the indexed version the
     # caller's consistency check compares.
@@ -96,4 +129,8 @@ def ranked(
     similarity = {hit.cited_id: hit.score for hit in semantic}
     fused = fuse(lexical_scores, similarity.items())
     items = [Ranked(by_id[hit.key], hit.score, hit.channels) for hit in fused]
-    return [item for item in items if _kept(item, similarity, floor)]
+    kept = [item for item in items if _kept(item, similarity, floor)]
+    # An empty pool (no row has a vector yet) says nothing about the prompt: not cut.
+    if answer_floor is not None and similarity and max(similarity.values()) < answer_floor:
+        return kept[:UNANSWERED_HITS]
+    return kept

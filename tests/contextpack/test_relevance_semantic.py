@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from powercontext.search.ranking import semantic_text
-
 SCOPE = "scope-semantic"
 BEGIN, END = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1", "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 ENTRIES = [
@@ -44,12 +42,3 @@ def test_a_paraphrase_finds_the_entry_its_words_miss(api, entries):
 
 def test_a_prompt_the_scope_answers_keeps_its_pack(api, entries):
     assert len(items(prepare(api, "How do I roll back a bad deploy?"))) > 1
-
-
-def test_boilerplate_segments_are_left_out_of_the_embedded_prompt():
-    prompt = "Follow AGENTS.md and run the tests. Which port does the dev database use?"
-    recurring = {"follow", "agent", "md", "run", "test"}
-    assert semantic_text(prompt, recurring) == "Which port does the dev database use?"
-    assert semantic_text(prompt, set()) == prompt
-    # Every segment boilerplate: the whole prompt, not nothing.
-    assert semantic_text("Follow AGENTS.md and run the tests.", recurring).startswith("Follow")
