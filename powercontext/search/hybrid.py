@@ -36,6 +36,13 @@ SEMANTIC_FLOOR = 0.3
 # LoCoMo's 759 bare questions are.
 ANSWER_FLOOR = 0.35
 UNANSWERED_HITS = 2
+# And in any Context Pack, a candidate whose fused score is under this share of the best
+# one's, and whose similarity to the prompt is under ``NEAR``, is left out: it shares a weak
+# word or two with the prompt and little meaning, and only costs the agent's context.
+# Measured on both dev sets (docs/relevance.md §7): 0.2 alone cost LoCoMo 0.2 points of
+# all-evidence recall; sparing the near ones keeps it and the coding-memory recall.
+RELATIVE_FLOOR = 0.3
+NEAR = 0.4
 
 
 @dataclass(frozen=True)
@@ -118,8 +125,9 @@ def ranked(
     both channels fused (``powercontext.search.fusion``). Every lexical candidate is
     kept; a semantic-only one is kept when its similarity reaches ``floor``. With an
     ``answer_floor`` (a Context Pack's), when no semantic candidate reaches it only the
-    ``UNANSWERED_HITS`` best are kept (never none: the words' best match stays). The
-    caller cuts to its window."""
+    ``UNANSWERED_HITS`` best are kept, and a candidate under ``RELATIVE_FLOOR`` of the best
+    fused score and under ``NEAR`` in similarity is left out; never all of them: the best
+    stays. The caller cuts to its window."""
     by_id = {hit.cited_id: hit for hit in semantic or ()}
     # The lexical hit wins for a candidate both found: it carries the indexed version the
     # caller's consistency check compares.
@@ -131,6 +139,13 @@ def ranked(
     items = [Ranked(by_id[hit.key], hit.score, hit.channels) for hit in fused]
     kept = [item for item in items if _kept(item, similarity, floor)]
     # An empty pool (no row has a vector yet) says nothing about the prompt: not cut.
-    if answer_floor is not None and similarity and max(similarity.values()) < answer_floor:
-        return kept[:UNANSWERED_HITS]
-    return kept
+    if answer_floor is None or not similarity or not kept:
+        return kept
+    if max(similarity.values()) < answer_floor:
+        kept = kept[:UNANSWERED_HITS]
+    least = RELATIVE_FLOOR * kept[0].score
+    return [
+        item
+        for item in kept
+        if item.score >= least or similarity.get(item.hit.cited_id, -1.0) >= NEAR
+    ]
