@@ -77,7 +77,7 @@ def query_vector(text: str) -> Any | None:
 
 
 def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:
-    """One embedding per text (a prompt's segments), in one batched call of the model; None
+    """One embedding per text (a prompt's segments), in one call (``embed_documents``); None
     when the channel cannot embed or there is no text."""
     if not texts or not embeddings.enabled():
         return None

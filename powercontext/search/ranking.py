@@ -32,7 +32,7 @@ WHOLE_QUERY_SHARE = 0.5
 RECURRING_SEGMENT_SHARE = 0.5
 
 # How many segments of a prompt the semantic channel embeds and searches, at most (one
-# batched embedding, one nearest-rows query each). Measured on both dev sets (docs/
+# embedding call for all, one nearest-rows query each). Measured on both dev sets (docs/
 # relevance.md §7): 8 keeps LoCoMo's wrapped questions apart from their template (6 joined
 # them: 57.7 % against 65.9 % cold).
 MAX_SEMANTIC_SEGMENTS = 8
