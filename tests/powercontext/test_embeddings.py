@@ -96,8 +96,9 @@ def test_identity_is_stable_and_names_the_weights(model, tmp_path):
 
 
 def test_the_model_loads_and_embeds_with_no_network(monkeypatch, fresh_process_model, tmp_path):
-    # An empty cache: the int8 form is derived offline too.
+    # An empty cache and the int8 form chosen: it is derived offline too.
     monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
 
     def unreachable(*args, **kwargs):
         raise OSError("network unreachable (test)")

@@ -1,4 +1,5 @@
-"""The embedding model's int8 form: derived once from the shipped file, cached, the same model."""
+"""The embedding model's opt-in int8 form: derived once from the shipped file, cached, the same
+model."""
 
 import os
 import threading
@@ -75,8 +76,13 @@ def test_the_cache_name_follows_the_shipped_file_the_runtime_and_the_recipe(
     assert quantized_model.cached_path(SHIPPED, derived.parent) != derived
 
 
-def test_the_default_model_runs_the_cached_form(monkeypatch, derived):
+def test_the_default_model_runs_the_shipped_form_unless_int8_is_chosen(monkeypatch, derived):
     monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(derived.parent))
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDING_FORM", raising=False)
+    assert embeddings.Embedder().model_path == SHIPPED
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "shipped")
+    assert embeddings.Embedder().model_path == SHIPPED
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", " INT8 ")
     model = embeddings.Embedder()
     assert model.model_path == derived
     assert model.identity == embeddings.identity_for(derived, embeddings.VOCABULARY, "1.0.0")
@@ -97,6 +103,7 @@ def test_a_cache_that_cannot_be_written_is_a_clear_error_and_the_channel_is_off(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(blocker / "models"))
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
     embeddings.reset_for_tests()
     try:
         with pytest.raises(embeddings.EmbeddingModelUnprepared, match="POWERCONTEXT_MODEL_CACHE"):
@@ -116,6 +123,7 @@ def test_a_damaged_cached_form_is_derived_again(monkeypatch, tmp_path, derived):
     damaged = quantized_model.cached_path(SHIPPED, cache)
     damaged.write_bytes(derived.read_bytes()[: 1 << 20])  # cut short, as by a bad disk
     monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(cache))
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
     model = embeddings.Embedder()
     assert model.model_path == damaged
     assert damaged.read_bytes() == derived.read_bytes()
