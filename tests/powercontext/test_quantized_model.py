@@ -166,3 +166,15 @@ def test_work_left_by_a_killed_derivation_is_swept_once_abandoned(tmp_path, deri
     quantized_model.quantized(SHIPPED, tmp_path)
     assert not abandoned.exists()
     assert recent.exists()  # maybe another process's derivation in progress
+
+
+def test_the_int8_form_gives_a_text_its_vector_alone_in_any_batch(monkeypatch, derived):
+    # Its activations are scaled per call: batched, a text's vector would follow its
+    # neighbours, and an entry rebuilt in a batch would not get the vector it was written
+    # with alone.
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(derived.parent))
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
+    model = embeddings.Embedder()
+    alone = np.stack([model.embed_query(text) for text in TEXTS])
+    assert np.array_equal(model.embed_documents(TEXTS), alone)
+    assert np.array_equal(model.embed_documents(list(reversed(TEXTS)))[::-1], alone)
