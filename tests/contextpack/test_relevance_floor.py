@@ -2,16 +2,14 @@
 instructions finds its entry with no history, by the segment that asks it (real model,
 real vector index; the pure rules at the end)."""
 
-import json
-
 import pytest
 
 from powercontext.search import hybrid
 from powercontext.search.indexes import IndexHit
 from powercontext.search.ranking import MAX_SEMANTIC_SEGMENTS, semantic_segments
+from tests.contextpack.packs import items
 
 SCOPE = "scope-floor"
-BEGIN, END = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1", "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 # A billing service's notes; several share a word with the unanswerable question below
 # ("configure", "app", "mobile"), none says anything about GraphQL.
 ENTRIES = [
@@ -36,13 +34,6 @@ WRAPPED = (
     "otherwise editing. Don't touch unrelated files, don't add new dependencies without "
     "asking, and don't commit or push anything: I will review the diff myself."
 )
-
-
-def items(pack):
-    if pack["status"] == "empty":
-        return []
-    body = pack["content"].split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
-    return json.loads(body)["items"]
 
 
 # transactional_db: on OceanBase the vector table's DDL (which commits) waits for the first

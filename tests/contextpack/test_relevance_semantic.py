@@ -2,12 +2,11 @@
 and the user's boilerplate is left out of the embedded prompt (real model, real vector
 index)."""
 
-import json
-
 import pytest
 
+from tests.contextpack.packs import items
+
 SCOPE = "scope-semantic"
-BEGIN, END = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1", "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 ENTRIES = [
     "The dev database is PostgreSQL 16 on port 5433; the test database is on 5434.",
     "Deploy notes: the deploy job runs from the release branch after CI is green.",
@@ -15,13 +14,6 @@ ENTRIES = [
     "Deploy notes: roll a deploy back with make rollback, never by reverting the tag.",
     "Deploy notes: the staging deploy happens on every merge to main.",
 ]
-
-
-def items(pack):
-    if pack["status"] == "empty":
-        return []
-    body = pack["content"].split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
-    return json.loads(body)["items"]
 
 
 # transactional_db: on OceanBase the vector table's DDL (which commits) waits for the first
