@@ -112,7 +112,7 @@ def main() -> None:
                 overlap: dict[int, list[float]] = {8: [], 50: []}
                 for query in queries:
                     exact = rows[np.argsort(-(documents[rows] @ query), kind="stable")] + 1
-                    found = engine.nearest(index, scope_id="s", vector=query, k=50)
+                    found = engine.nearest(index, scope_id="s", vectors=[query], k=50)
                     keys = [key for key, *_ in found]
                     for k, values in overlap.items():
                         values.append(len(set(keys[:k]) & set(exact[:k].tolist())) / k)

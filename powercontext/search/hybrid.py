@@ -90,23 +90,16 @@ def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:
 def semantic_hits(
     index: SearchIndex, *, scope_id: str, queries: Sequence[Any] | None, limit: int
 ) -> list[IndexHit] | None:
-    """The index's nearest rows to any of ``queries`` (a query's, or each of a prompt's
-    segments') in the caller's snapshot, best first: a row scores the similarity of the
-    vector it is nearest to, and the ``limit`` best are kept. None when there is no vector
-    or the channel cannot be read now."""
+    """The index's ``limit`` rows nearest to any of ``queries`` (a query's vector, or each
+    of a prompt's segments') in the caller's snapshot, best first: a row scores its
+    similarity to the vector it is nearest to. None when there is no vector or the
+    channel cannot be read now."""
     if not queries:
         return None
-    best: dict[str, IndexHit] = {}
     try:
-        for vector in queries:
-            for hit in vectors.vector_match(
-                index, scope_id=scope_id, query_vector=vector, limit=limit
-            ):
-                if hit.cited_id not in best or hit.score > best[hit.cited_id].score:
-                    best[hit.cited_id] = hit
+        return vectors.vector_match(index, scope_id=scope_id, query_vectors=queries, limit=limit)
     except vectors.VectorsNotReady:
         return None
-    return sorted(best.values(), key=lambda hit: (-hit.score, hit.cited_id))[:limit]
 
 
 def _kept(item: Ranked, semantic_scores: dict[str, float], floor: float) -> bool:

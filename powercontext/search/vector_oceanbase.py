@@ -105,21 +105,25 @@ class OceanBaseVectors:
         delete_vectors(index, "row_key", row_keys)
 
     def nearest(
-        self, index: SearchIndex, *, scope_id: str, vector: Any, k: int
+        self, index: SearchIndex, *, scope_id: str, vectors: Sequence[Any], k: int
     ) -> list[tuple[int, str, str, float]]:
         vec = connection.ops.quote_name(vec_table(index))
+        best: dict[int, tuple[int, str, str, float]] = {}
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT row_key, cited_id, version, "  # noqa: S608 - names only
-                "cosine_distance(embedding, %s) AS distance "
-                f"FROM {vec} WHERE scope_id = %s "
-                "ORDER BY distance APPROXIMATE LIMIT %s",
-                [to_oceanbase_vector(vector), scope_id.encode("utf-8"), int(k)],
-            )
-            return [
-                (int(key), _text(cited), _text(version), float(distance))
-                for key, cited, version, distance in cursor.fetchall()
-            ]
+            # One graph search per vector; a row keeps its distance to the nearest one.
+            for vector in vectors:
+                cursor.execute(
+                    f"SELECT row_key, cited_id, version, "  # noqa: S608 - names only
+                    "cosine_distance(embedding, %s) AS distance "
+                    f"FROM {vec} WHERE scope_id = %s "
+                    "ORDER BY distance APPROXIMATE LIMIT %s",
+                    [to_oceanbase_vector(vector), scope_id.encode("utf-8"), int(k)],
+                )
+                for key, cited, version, distance in cursor.fetchall():
+                    found = (int(key), _text(cited), _text(version), float(distance))
+                    if found[0] not in best or found[3] < best[found[0]][3]:
+                        best[found[0]] = found
+        return sorted(best.values(), key=lambda row: (row[3], row[0]))[: max(k, 0)]
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]:
         vec = connection.ops.quote_name(vec_table(index))

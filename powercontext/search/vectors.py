@@ -186,10 +186,12 @@ class VectorEngine(Protocol):
     def delete(self, index: SearchIndex, row_keys: Sequence[int]) -> None: ...
 
     def nearest(
-        self, index: SearchIndex, *, scope_id: str, vector: Any, k: int
+        self, index: SearchIndex, *, scope_id: str, vectors: Sequence[Any], k: int
     ) -> list[tuple[int, str, str, float]]:
-        """The ``k`` nearest vectors of the scope: (row key, cited id, version, cosine
-        distance), nearest first. Only the vector table is read; the caller joins."""
+        """The ``k`` vectors of the scope nearest to any of ``vectors`` (a query's, or
+        each of a prompt's segments'): (row key, cited id, version, cosine distance to the
+        nearest of ``vectors``), nearest first, ties by row key. Only the vector table is
+        read; the caller joins."""
         ...
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]: ...
@@ -493,10 +495,12 @@ def write_cited(
 
 
 def vector_match(
-    index: SearchIndex, *, scope_id: str, query_vector: Any, limit: int
+    index: SearchIndex, *, scope_id: str, query_vectors: Sequence[Any], limit: int
 ) -> list[IndexHit]:
-    """The ``limit`` rows of the scope nearest to ``query_vector``, best first: ``score``
-    is the cosine similarity (higher is better), ties by cited id.
+    """The ``limit`` rows of the scope nearest to any of ``query_vectors`` (a query's
+    vector, or each of a prompt's segments'), best first: ``score`` is the cosine
+    similarity to the nearest of them (higher is better), ties by cited id. The engine
+    searches for all the vectors at once: one pass over the scope, not one per vector.
 
     Run it in the caller's read snapshot (``read_snapshot``): the rows are read there, and
     only a row whose cited id and version are those its vector was computed from is a
@@ -504,13 +508,15 @@ def vector_match(
     # The cheap test first (one row); status() says why when it fails.
     if not embeddings.enabled() or _recorded_raw(index) != _identity():
         raise VectorsNotReady(f"{index.name}: {status(index).detail}")
-    if limit <= 0:
+    if limit <= 0 or not query_vectors:
         return []
     engine = vector_engine()
     try:
         # No savepoint (SQLite's read snapshot is a hand-opened transaction): a missing
         # table fails the statement alone, on either engine.
-        nearest = engine.nearest(index, scope_id=scope_id, vector=query_vector, k=limit + OVERFETCH)
+        nearest = engine.nearest(
+            index, scope_id=scope_id, vectors=query_vectors, k=limit + OVERFETCH
+        )
     except DatabaseError as error:
         raise VectorsNotReady(f"{index.name}: {status(index).detail}") from error
     if not nearest:

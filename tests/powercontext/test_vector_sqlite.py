@@ -72,7 +72,7 @@ def test_the_code_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
     vector_sqlite.SqliteVectors().delete(table, list(range(1, 2300, 7)))
     engine = vector_sqlite.SqliteVectors()
     for query in _unit(rng.standard_normal((5, DIMENSION))):
-        ours = engine.code_nearest(table, scope_id=SCOPE, vector=query, k=300)
+        ours = engine.code_nearest(table, scope_id=SCOPE, vectors=[query], k=300)
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT rowid, distance FROM knn_test_vec WHERE embedding_code MATCH "
@@ -111,25 +111,58 @@ def test_the_answer_is_in_exact_cosine_order_not_code_order(table):
     rows = {1: same_levels, 2: close, 3: nearest}
     _store(table, rows)
     engine = vector_sqlite.SqliteVectors()
-    assert engine.code_nearest(table, scope_id=SCOPE, vector=query, k=3) == [3, 1, 2]
+    assert engine.code_nearest(table, scope_id=SCOPE, vectors=[query], k=3) == [3, 1, 2]
 
-    found = engine.nearest(table, scope_id=SCOPE, vector=query, k=3)
+    found = engine.nearest(table, scope_id=SCOPE, vectors=[query], k=3)
 
     assert [key for key, *_ in found] == [3, 2, 1]
     for key, cited, version, distance in found:
         assert (cited, version) == (f"cited-{key}", "1")
         assert distance == pytest.approx(1.0 - float(rows[key] @ query), abs=1e-5)
-    assert [key for key, *_ in engine.nearest(table, scope_id=SCOPE, vector=query, k=2)] == [3, 2]
+    two = engine.nearest(table, scope_id=SCOPE, vectors=[query], k=2)
+    assert [key for key, *_ in two] == [3, 2]
+
+
+def test_several_vectors_are_searched_in_one_pass_each_row_by_its_nearest(table):
+    """A prompt's segments are searched together: a row's code distance is to the
+    segment code nearest it, and the answer is the exact top k by the cosine to the
+    nearest segment, as one search per segment merged would give."""
+    rng = np.random.default_rng(28)
+    matrix = _unit(rng.standard_normal((600, DIMENSION)))
+    _store(table, {key + 1: matrix[key] for key in range(600)})
+    engine = vector_sqlite.SqliteVectors()
+    queries = _unit(rng.standard_normal((3, DIMENSION)))
+
+    codes = engine.code_nearest(table, scope_id=SCOPE, vectors=queries, k=600)
+    found = engine.nearest(table, scope_id=SCOPE, vectors=queries, k=40)
+
+    apart = {
+        key: min(_levels_apart(matrix[key - 1], query) for query in queries)
+        for key in range(1, 601)
+    }
+    assert [apart[key] for key in codes] == sorted(apart.values())
+    # 600 rows are fewer than the candidates: the search is exact.
+    nearest = 1.0 - (matrix @ queries.T).max(axis=1)
+    assert [key for key, *_ in found] == (np.argsort(nearest, kind="stable")[:40] + 1).tolist()
+    for key, _, _, distance in found:
+        assert distance == pytest.approx(nearest[key - 1], abs=1e-5)
+    # Each query alone finds its own nearest rows, and all of them are in the merged answer
+    # when they are nearer than its last.
+    for query in queries:
+        alone = engine.nearest(table, scope_id=SCOPE, vectors=[query], k=40)
+        assert {key for key, *_, distance in alone if distance < found[-1][3]} <= {
+            key for key, *_ in found
+        }
 
 
 def test_a_scope_with_no_vectors_and_k_zero_answer_nothing(table):
     engine = vector_sqlite.SqliteVectors()
     query = _unit(np.ones(DIMENSION))
-    assert engine.nearest(table, scope_id="empty", vector=query, k=5) == []
+    assert engine.nearest(table, scope_id="empty", vectors=[query], k=5) == []
     _store(table, {1: query})
-    assert engine.nearest(table, scope_id=SCOPE, vector=query, k=0) == []
+    assert engine.nearest(table, scope_id=SCOPE, vectors=[query], k=0) == []
     vector_sqlite.SqliteVectors().delete(table, [1])
-    assert engine.nearest(table, scope_id=SCOPE, vector=query, k=5) == []
+    assert engine.nearest(table, scope_id=SCOPE, vectors=[query], k=5) == []
 
 
 # The vector table as the release before the sign-bit layout created it.
@@ -156,7 +189,7 @@ def test_a_table_of_the_old_layout_is_reported_never_written_and_rebuilt():
     assert "rebuild_index" in current.detail
     query = embeddings.embedder().embed_query("postgres connections exhausted")
     with read_snapshot(), pytest.raises(vectors.VectorsNotReady):
-        vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vector=query, limit=5)
+        vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vectors=[query], limit=5)
     # A write goes through (its vector is not written into the old table).
     second = memory_services.memory_remember(
         scope_id=SCOPE, kind="note", text="Invoices are emailed at the end of the month."
@@ -172,6 +205,6 @@ def test_a_table_of_the_old_layout_is_reported_never_written_and_rebuilt():
         cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_activeentry_vec'")
         assert "embedding_code bit[768]" in cursor.fetchone()[0]
     with read_snapshot():
-        hits = vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vector=query, limit=5)
+        hits = vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vectors=[query], limit=5)
     assert hits[0].cited_id == first
     assert {hit.cited_id for hit in hits} == {first, second}

@@ -131,7 +131,7 @@ def nearest(family, query=QUERY, scope_id=SCOPE, limit=5):
     vector = embeddings.embedder().embed_query(query)
     with read_snapshot():
         return vectors.vector_match(
-            family.index, scope_id=scope_id, query_vector=vector, limit=limit
+            family.index, scope_id=scope_id, query_vectors=[vector], limit=limit
         )
 
 
@@ -177,6 +177,28 @@ def test_a_written_row_is_found_by_meaning_at_its_version(family):
     # What the full-text side scores: the row's analyzed text, read in the snapshot.
     assert "postgresql" in hits[0].searchable_text
     assert findings(family) == []
+
+
+def test_several_query_vectors_find_each_row_by_the_one_it_is_nearest(family):
+    """A prompt's segments in one search: each answer is found, and scores its similarity
+    to the segment nearest it, as the segment alone would find it."""
+    postgres, invoices = family.add(POSTGRES), family.add(INVOICES)
+    family.add(CSS)
+    model = embeddings.embedder()
+    asks = [model.embed_query(QUERY), model.embed_query("when are invoices sent to customers")]
+    with read_snapshot():
+        both = vectors.vector_match(family.index, scope_id=SCOPE, query_vectors=asks, limit=2)
+        alone = [
+            vectors.vector_match(family.index, scope_id=SCOPE, query_vectors=[ask], limit=1)[0]
+            for ask in asks
+        ]
+
+    assert {hit.cited_id for hit in both} == {postgres, invoices}
+    assert [hit.cited_id for hit in alone] == [postgres, invoices]
+    by_id = {hit.cited_id: hit.score for hit in both}
+    for hit in alone:
+        assert by_id[hit.cited_id] == pytest.approx(hit.score, abs=1e-5)
+    assert both[0].score >= both[1].score
 
 
 def test_the_vector_is_of_the_original_text_not_the_stemmed_tokens(family):
@@ -438,7 +460,7 @@ def test_no_vector_index_yet_is_skipped_not_a_finding(family, monkeypatch):
 def test_vector_match_needs_a_ready_channel(monkeypatch):
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     with pytest.raises(vectors.VectorsNotReady):
-        vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vector=[0.0] * 384, limit=3)
+        vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vectors=[[0.0] * 384], limit=3)
 
 
 def test_both_declared_indexes_have_a_vector_channel():
