@@ -89,11 +89,13 @@ class MemorySearchView(ApiView):
             examples={422: [examples.SEARCH_UNSUPPORTED]},
         ),
         examples=[examples.SEARCH_REQUEST],
-        description="Full-text search of the active entries at the scope's Memory head. "
-        "An empty scope answers `memory: null` and no hits. Errors: 422 "
-        "`capability_not_supported` for `vector` and `hybrid` (this server searches "
-        "full text only: see `GET /v1/capabilities`); 422 `invalid_request` for a bad "
-        "field.",
+        description="Search of the active entries at the scope's Memory head: by the "
+        "query's words (`fts`), its meaning (`vector`) or both fused (`hybrid`); `auto`, "
+        "the default, is `hybrid` once the vector index is ready and `fts` otherwise, and "
+        "the response's `mode` says which ran. An empty scope answers `memory: null` and "
+        "no hits. Errors: 422 `capability_not_supported` for `vector` or `hybrid` while "
+        "the vector index is not ready (`GET /v1/capabilities` lists the modes offered "
+        "now, `/health/ready` says why); 422 `invalid_request` for a bad field.",
     )
     def post(self, request):
         data = self.validated(MemorySearchInput)

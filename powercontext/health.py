@@ -39,9 +39,16 @@ def _fulltext() -> dict[str, Any]:
 
 def _vectors() -> dict[str, Any]:
     # Never failing: without vectors search answers lexically. The detail says why not.
-    from powercontext.search import vectors
+    from powercontext.search import catch_up, vectors
 
-    return vectors.readiness()
+    check = vectors.readiness()
+    running = catch_up.current()
+    if running is not None:
+        check["detail"] += (
+            f"; {running.index}: embedding in the background, "
+            f"{running.done:,} of {running.total:,} rows"
+        )
+    return check
 
 
 def _storage() -> dict[str, Any]:

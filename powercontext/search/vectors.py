@@ -613,6 +613,7 @@ def rebuild(
     scope_id: str | None = None,
     batch_size: int = REBUILD_BATCH,
     progress: Progress | None = None,
+    stop: threading.Event | None = None,
 ) -> RebuildReport:
     """(Re)embed the rows of ``index`` that have no vector or a stale one, and drop the
     vectors of rows that are gone; after a model change (or with the vector objects
@@ -622,7 +623,9 @@ def rebuild(
     the write lock for minutes. Each batch is embedded outside any transaction, then
     written in a short one that first rereads the batch's rows and stores a vector only
     for a row still at the version it was computed from. Every stored vector is valid on
-    its own, so a reader meanwhile sees fewer vectors, never wrong ones. Idempotent."""
+    its own, so a reader meanwhile sees fewer vectors, never wrong ones. Idempotent.
+    With ``stop``, it returns before the next batch once ``stop`` is set (what is written
+    stays; a later rebuild goes on from there)."""
     from powercontext.maintenance import RebuildReport
 
     started = time.monotonic()
@@ -653,6 +656,8 @@ def rebuild(
     embedded_seconds = 0.0
     done = 0
     for start in range(0, len(todo), batch_size):
+        if stop is not None and stop.is_set():
+            break
         batch = todo[start : start + batch_size]
         with read_snapshot():
             rows = _rows(index, batch, scope_id=None)
@@ -678,9 +683,11 @@ def rebuild(
     report.seconds = time.monotonic() - started
     rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0
     what = "recreated for the model and " if recreated else ""
+    stopped = f", stopped after {done} of {len(todo)}" if done < len(todo) else ""
     report.index = (
         f"{what}{report.inserted} vector(s) embedded at {rate:,.0f} entries/s "
         f"(model {embedded_seconds:.2f}s), {len(orphaned)} orphaned vector(s) dropped"
+        f"{stopped}"
     )
     return report
 

@@ -117,7 +117,9 @@ def test_command_serves_public_address_when_a_token_is_set(settings, monkeypatch
     monkeypatch.setattr(serve_command, "Server", RecordingServer)
     monkeypatch.setattr(serve_command.startup, "ensure_indexes", lambda: events.append("indexes"))
     out = io.StringIO()
-    call_command("serve", host=ALL_INTERFACES, port=0, threads=2, stdout=out)
+    call_command(
+        "serve", host=ALL_INTERFACES, port=0, threads=2, no_vector_catch_up=True, stdout=out
+    )
 
     assert events == ["indexes", ("listen", ALL_INTERFACES, 0, 2), "run"]
     assert "PowerContext serving on http://0.0.0.0:8123/ (data: " in out.getvalue()

@@ -6,6 +6,7 @@ Real model, real vector tables: ``transaction=True`` because OceanBase commits D
 the vector table is created outside any transaction there.
 """
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -419,6 +420,24 @@ def test_rebuild_is_idempotent_and_reports_progress(family):
     assert calls == [(2, 3), (3, 3)]
     again = vectors.rebuild(family.index)
     assert (again.entries, again.inserted, again.deleted) == (0, 0, 0)
+
+
+def test_a_stopped_rebuild_keeps_its_batches_and_the_next_one_goes_on(family):
+    for text in (POSTGRES, INVOICES, CSS):
+        family.add(text)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {vectors.vec_table(family.index)}")  # noqa: S608
+    stop = threading.Event()
+
+    # Asked to stop while the first batch is written: that batch stays, no other starts.
+    report = vectors.rebuild(family.index, batch_size=2, progress=lambda *_: stop.set(), stop=stop)
+
+    assert report.inserted == 2
+    assert "stopped after 2 of 3" in report.index
+    assert len(_stored(family.index)) == 2
+    assert vectors.rebuild(family.index, stop=threading.Event()).inserted == 1
+    assert nearest(family)[0].cited_id is not None
+    assert findings(family) == []
 
 
 def test_rebuild_index_and_check_integrity_include_the_vectors(family):

@@ -59,7 +59,8 @@ SEARCH_MODE = {
     "type": "string",
     "enum": ["auto", "fts", "vector", "hybrid"],
     "default": "auto",
-    "description": "'vector' and 'hybrid' answer capability_not_supported on this server.",
+    "description": "'auto' is hybrid once the vector index is ready, else fts; 'vector' "
+    "and 'hybrid' answer capability_not_supported while it is not.",
 }
 LIST_LIMIT = {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}
 INCLUDE_INACTIVE = {"type": "boolean", "default": False}

@@ -12,6 +12,7 @@ from django.db import connections
 from powercontext import origin_policy, startup
 from powercontext.config import protect_sqlite_files
 from powercontext.search import hybrid
+from powercontext.search.catch_up import CatchUp
 from powercontext.server.serving import (
     DEFAULT_CONNECTION_LIMIT,
     DEFAULT_GRACE_SECONDS,
@@ -80,6 +81,13 @@ class Command(BaseCommand):
             help="Seconds a request (headers and body) may take to arrive; a slower one "
             f"gets 408 and is closed (default {DEFAULT_REQUEST_TIMEOUT_SECONDS:g}).",
         )
+        parser.add_argument(
+            "--no-vector-catch-up",
+            action="store_true",
+            help="Do not embed, in the background, the entries whose vectors are missing "
+            "or stale (after an upgrade, a model change, or writes made with the semantic "
+            "channel off); manage.py rebuild_index does it instead.",
+        )
 
     def handle(
         self,
@@ -91,6 +99,7 @@ class Command(BaseCommand):
         connection_limit,
         idle_timeout,
         request_timeout,
+        no_vector_catch_up,
         verbosity,
         **options,
     ):
@@ -121,6 +130,7 @@ class Command(BaseCommand):
         if connection.vendor == "sqlite":
             protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
         loading: threading.Thread | None = None
+        catching_up: CatchUp | None = None
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             # The embedding model loads while the server starts listening, so the first
@@ -129,6 +139,9 @@ class Command(BaseCommand):
             # request that comes first waits for this load rather than starting another.
             loading = threading.Thread(target=hybrid.can_embed, name="embedding-model")
             loading.start()
+            if not no_vector_catch_up:
+                catching_up = CatchUp()
+                catching_up.start()
             application = get_internal_wsgi_application()
             try:
                 server = Server(
@@ -153,7 +166,10 @@ class Command(BaseCommand):
 
             server.run(grace=grace, ready=ready)
         finally:
-            # ONNX Runtime aborts the process if it is still loading when Python exits.
+            # ONNX Runtime aborts the process if it is still loading or running the model
+            # when Python exits.
+            if catching_up is not None:
+                catching_up.stop()
             if loading is not None:
                 loading.join()
             connections.close_all()
