@@ -8,6 +8,8 @@ model, before its first vector or after a model change it proposes nothing and t
 ranking is the lexical one, unchanged.
 """
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,13 @@ RELATIVE_FLOOR = 0.3
 NEAR = 0.4
 
 
+# Query segments whose vectors are kept (``query_vectors``): 1,024 of 384 float32 values
+# are 1.5 MB.
+QUERY_CACHE_SIZE = 1024
+_cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
 @dataclass(frozen=True)
 class Ranked:
     """A candidate in fused order; ``channels`` are those that proposed it."""
@@ -77,14 +86,44 @@ def query_vector(text: str) -> Any | None:
 
 
 def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:
-    """One embedding per text (a prompt's segments), in one call (``embed_documents``); None
-    when the channel cannot embed or there is no text."""
+    """One embedding per text (a prompt's segments), the ones not seen lately in one call
+    (``embed_documents``); None when the channel cannot embed or there is no text.
+
+    The vectors of the last :data:`QUERY_CACHE_SIZE` segments are kept, by the model's
+    identity and the text: an agent's prompts repeat whole segments (the instructions a
+    hook or a template wraps every question in, a pasted checklist), and the model's time
+    is most of a prepare's. A kept vector is the one the model gives that text, so the
+    ranking is the same whether it was kept or not."""
     if not texts or not embeddings.enabled():
         return None
     try:
-        return tuple(embeddings.embedder().embed_documents(list(texts)))
+        model = embeddings.embedder()
+        with _cache_lock:
+            known = {
+                text: _cache[(model.identity, text)]
+                for text in texts
+                if (model.identity, text) in _cache
+            }
+        new = [text for text in dict.fromkeys(texts) if text not in known]
+        if new:
+            for text, vector in zip(new, model.embed_documents(new), strict=True):
+                vector.flags.writeable = False  # shared by every prompt that has the text
+                known[text] = vector
+        with _cache_lock:
+            for text in texts:
+                _cache[(model.identity, text)] = known[text]
+                _cache.move_to_end((model.identity, text))
+            while len(_cache) > QUERY_CACHE_SIZE:
+                _cache.popitem(last=False)
+        return tuple(known[text] for text in texts)
     except embeddings.EmbeddingsUnavailable:
         return None
+
+
+def forget_query_vectors() -> None:
+    """Empty the query segments' cache (benchmarks measuring the model's cost cold)."""
+    with _cache_lock:
+        _cache.clear()
 
 
 def semantic_hits(
