@@ -28,8 +28,6 @@ from contextpack.builder import (
     PreparedContextBuilder,
 )
 from contextpack.explanation import (
-    FTS,
-    ChannelMatch,
     FamilyExplanation,
     HitExplanation,
     PackExplanation,
@@ -61,6 +59,9 @@ class _Retrieved:
     head: ArtifactRef
     memory_hits: list[MemoryHit]
     experience_hits: list[ExperienceHit]
+    # The channels that found each hit, in the order of the hits (an explanation's).
+    memory_channels: list[tuple[str, ...]]
+    experience_channels: list[tuple[str, ...]]
     terms: list[str]
     recurring: frozenset[str]
     prompts: list[frozenset[str]]
@@ -180,22 +181,25 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
         )
         for hit in found
     ]
+    experiences = experience_search_at(
+        scope_id=scope_id,
+        terms=terms,
+        limit=EXPERIENCE_WINDOW + beyond_window,
+        recurring=recurring,
+        segments=segments,
+        query_vectors=vectors,
+        answer_floor=hybrid.ANSWER_FLOOR,
+    )
     experience_hits = [
         ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)
-        for hit in experience_search_at(
-            scope_id=scope_id,
-            terms=terms,
-            limit=EXPERIENCE_WINDOW + beyond_window,
-            recurring=recurring,
-            segments=segments,
-            query_vectors=vectors,
-            answer_floor=hybrid.ANSWER_FLOOR,
-        )
+        for hit in experiences
     ]
     return _Retrieved(
         head=memory_ref(head),
         memory_hits=memory_hits,
         experience_hits=experience_hits,
+        memory_channels=[hit.channels for hit in found],
+        experience_channels=[hit.matched_by for hit in experiences],
         terms=terms,
         recurring=recurring,
         prompts=prompts,
@@ -232,6 +236,13 @@ def _explanation(
     found: _Retrieved, families: tuple[FamilyExplanation, FamilyExplanation], trace: BuildTrace
 ) -> PackExplanation:
     sources: dict[tuple[str, int], tuple[dict[str, Any], str]] = {}
+    channels = {
+        **{("memory", rank): names for rank, names in enumerate(found.memory_channels, start=1)},
+        **{
+            ("experience", rank): names
+            for rank, names in enumerate(found.experience_channels, start=1)
+        },
+    }
     for rank, hit in enumerate(found.memory_hits, start=1):
         citation = {
             "memory_ref": hit.citation.memory_ref.as_payload(),
@@ -248,8 +259,7 @@ def _explanation(
             HitExplanation(
                 family=decision.family,
                 rank=decision.rank,
-                # One channel today: the family's order is the fts order.
-                matched_by=(ChannelMatch(FTS, decision.rank),),
+                matched_by=channels[decision.family, decision.rank],
                 citation=citation,
                 text=text,
                 decision=decision,

@@ -4,26 +4,15 @@
 builder the public operation uses; the desk's pack preview (``contextpack.preview``)
 shows it. It is for people, never part of the v1 response.
 
-Every hit records the retrieval channels that brought it and its rank in each
-(``matched_by``). Today the only channel is the full-text search (``fts``), so a hit's
-rank in its family is its fts rank; a later semantic channel adds a ``vector`` match to the
-same tuple, and ``rank`` stays the fused order the builder consumes.
+Every hit records the retrieval channels that found it (``matched_by``: ``fts``, its
+words; ``vector``, its meaning; both when both did), and ``rank`` is its place in the
+fused order the builder consumes.
 """
 
 from dataclasses import dataclass
 from typing import Any
 
 from contextpack.builder import HitDecision
-
-FTS = "fts"
-
-
-@dataclass(frozen=True)
-class ChannelMatch:
-    """One retrieval channel's match of a hit: 1-based ``rank`` among that channel's hits."""
-
-    channel: str
-    rank: int
 
 
 @dataclass(frozen=True)
@@ -51,7 +40,7 @@ class FamilyExplanation:
 class HitExplanation:
     family: str
     rank: int  # the hit's place in its family's search order, as the builder saw it
-    matched_by: tuple[ChannelMatch, ...]
+    matched_by: tuple[str, ...]  # "fts", "vector" or both
     citation: dict[str, Any]
     text: str  # the source the builder renders (before any truncation)
     decision: HitDecision

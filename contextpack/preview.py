@@ -136,7 +136,7 @@ def _rows(explanation: PackExplanation) -> dict[str, list[_Row]]:
             short_label=_short_label(hit),
             revision=_revision(hit),
             link=_link(hit),
-            channels=", ".join(f"{m.channel} #{m.rank}" for m in hit.matched_by),
+            channels=" + ".join(hit.matched_by),
             reason=_reason(hit, explanation),
         )
         if hit.decision.outcome == builder.INCLUDED:

@@ -271,10 +271,9 @@ def experience_search_at(
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
     )
-    ranked = [
-        item.hit
-        for item in hybrid.ranked(candidates, scored, semantic, answer_floor=answer_floor)[:limit]
-    ]
+    fused = hybrid.ranked(candidates, scored, semantic, answer_floor=answer_floor)[:limit]
+    ranked = [item.hit for item in fused]
+    channels = {item.hit.cited_id: item.channels for item in fused}
     if not ranked:
         return []
     query_filter = Q()
@@ -298,6 +297,7 @@ def experience_search_at(
                 action=content["action"],
                 outcome=content["outcome"],
                 lesson=content["lesson"],
+                matched_by=channels[hit.cited_id],
             )
         )
     return hits

@@ -101,6 +101,8 @@ class ExperienceFound:
     action: str
     outcome: str
     lesson: str
+    # The channels that proposed the hit (``powercontext.search.fusion``).
+    matched_by: tuple[str, ...] = ("fts",)
 
 
 def searchable_text(proposal: Proposal) -> str:

@@ -169,8 +169,8 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
         *(("memory", rank) for rank in range(1, 7)),
     ]
     assert [row.hit.decision.position for row in response.context["included"]] == list(range(1, 9))
-    assert shown["memory", 3].channels == "fts #3"
-    assert shown["experience", 2].channels == "fts #2"
+    # Every item holds the prompt's words; most are near it in meaning too.
+    assert {row.channels for row in shown.values()} <= {"fts", "fts + vector"}
     assert all(row.reason == "whole" for row in shown.values())
     rows = left_out(response)
     assert {rank: rows["memory", rank].hit.decision.outcome for rank in range(7, 21)} == {
@@ -189,6 +189,27 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
             assert item["citation"]["entry_id"] == row.hit.citation["entry_id"]
         else:
             assert item["citation"] == row.hit.citation
+
+
+def test_each_item_shows_the_channels_that_found_it_words_meaning_or_both(
+    desk, remember, propose, approve
+):
+    remember("The PostgreSQL pool runs out of connections under load.", scope_id=SCOPE)
+    remember("Invoices are emailed on the first day of the month.", scope_id=SCOPE)
+    approve(
+        propose("Raise the PostgreSQL pool size before a load test.", scope_id=SCOPE),
+        scope_id=SCOPE,
+    )
+
+    # No word of the prompt is in either entry: only their meaning finds them.
+    by_meaning = included(preview(desk, "postgres exhausted"))
+    # "pool" is in the entry's words, and the prompt means what the entry says.
+    by_both = included(preview(desk, "database pool exhausted"))
+
+    assert by_meaning["memory", 1].channels == "vector"
+    assert by_meaning["experience", 1].channels == "vector"
+    assert by_both["memory", 1].channels == "fts + vector"
+    assert "fts + vector" in preview(desk, "database pool exhausted").content.decode()
 
 
 def test_duplicates_name_the_hit_they_repeat(api, desk, remember, settings, monkeypatch):

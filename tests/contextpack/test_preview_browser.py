@@ -2,6 +2,8 @@
 ``manage.py serve``: a reviewer logs in, fills in a scope and a prompt, and sees the pack
 prepare returns beside the reasons. The page's screenshot is kept in ``test-artifacts/``."""
 
+import re
+
 import pytest
 
 from tests.experience.servers import Server, manage
@@ -81,7 +83,8 @@ def test_a_reviewer_previews_the_pack_and_sees_why(browser, lexical_server, tmp_
     assert shown == pack["content"]
     assert browser.find_element(By.ID, "pack").value_of_css_property("white-space") == "pre-wrap"
     included = browser.find_element(By.ID, "included").text
-    assert "fts #1" in included
+    # Each item says which channels found it: its words (fts), its meaning (vector), or both.
+    assert re.search(r"Memory #1\n\S+ r\d+ (fts|vector|fts \+ vector) ", included), included
     assert "cut at the 2000-byte item cap" in included
     left_out = browser.find_element(By.ID, "left-out").text
     assert "over the Memory limit: the best 8 were already chosen" in left_out
