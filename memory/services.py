@@ -114,14 +114,35 @@ def memory_remember(
     Raises RevisionConflict when ``expected_revision`` is not the head.
     """
     kind, text = normalize_kind(kind), normalize_text(text)
+    # An agent often remembers what is already there, and that is a no-op: seen before
+    # the transaction, the model is not run for it (most of a remember's time). Decided
+    # again inside; if the entry went meanwhile, the write starts over with its vector.
+    embed = not _active_entry_says(scope_id, kind, text)
 
     def plan() -> _Change | None:
         if _active_entry_says(scope_id, kind, text):
             return None
+        if not embed:
+            raise _NotEmbedded()
         entry_id = "mem_ent_" + uuid.uuid4().hex
         return _Change("add", entry_id, kind=kind, text=text, reason=reason)
 
-    return _write(scope_id=scope_id, plan=plan, expected_revision=expected_revision, document=text)
+    try:
+        return _write(
+            scope_id=scope_id,
+            plan=plan,
+            expected_revision=expected_revision,
+            document=text if embed else None,
+        )
+    except _NotEmbedded:
+        embed = True
+        return _write(
+            scope_id=scope_id, plan=plan, expected_revision=expected_revision, document=text
+        )
+
+
+class _NotEmbedded(Exception):
+    """A remember planned as a no-op turned out to add an entry: it needs its vector."""
 
 
 def _active_entry_says(scope_id: str, kind: str, text: str) -> bool:

@@ -4,8 +4,12 @@ derived, rebuildable table) cannot change the answer."""
 
 import pytest
 
+from memory import services
 from memory.models import MemoryActiveEntry
+from memory.search_index import MEMORY_INDEX
 from memory.values import kind_text_hash
+from powercontext import embeddings
+from powercontext.search import vectors
 
 pytestmark = pytest.mark.django_db
 SCOPE = "scope-a"
@@ -45,3 +49,48 @@ def test_a_retired_entry_left_in_the_projection_does_not_block_remembering(api, 
     again = remember("Deploys go through the staging pipeline.")
     assert again["entry"] is not None
     assert again["entry"]["citation"]["entry_id"] != entry["citation"]["entry_id"]
+
+
+# -- the model is not run for a no-op --------------------------------------------------
+
+
+@pytest.fixture
+def embedded(monkeypatch):
+    """The texts the real model embeds, call by call."""
+    model = embeddings.embedder()
+    calls = []
+    real = model.embed_documents
+
+    def spy(texts):
+        calls.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(model, "embed_documents", spy)
+    return calls
+
+
+def test_remembering_what_is_already_there_does_not_run_the_model(remember, embedded):
+    first = remember("Deploys go through the staging pipeline.")
+    again = remember("Deploys go through the staging pipeline.")
+    assert again == {"memory": first["memory"], "entry": None}
+    assert embedded == [["Deploys go through the staging pipeline."]]
+
+
+def test_an_entry_gone_before_the_write_is_added_again_with_its_vector(
+    api, remember, embedded, monkeypatch
+):
+    """Seen before the transaction, the entry made the remember a no-op; retired before
+    the write, it did not: the entry is added, with the vector it needs."""
+    entry = remember("Deploys go through the staging pipeline.")["entry"]
+    api.ok("/v1/memory/entries/retire", {"scope_id": SCOPE, "citation": entry["citation"]})
+    real = services._active_entry_says
+    answers = iter([True])  # what the look before the transaction saw
+    monkeypatch.setattr(
+        services, "_active_entry_says", lambda *args: next(answers, None) or real(*args)
+    )
+
+    added = remember("Deploys go through the staging pipeline.")
+
+    assert added["entry"] is not None
+    assert embedded == [["Deploys go through the staging pipeline."]] * 2
+    assert vectors.coverage(MEMORY_INDEX, scope_id=SCOPE).missing == []
