@@ -167,3 +167,17 @@ def test_vectors_serialise_for_sqlite_vec_and_oceanbase():
     parsed = np.array([float(item) for item in literal[1:-1].split(",")], dtype=np.float32)
     assert np.array_equal(parsed, vector)  # exactly the same float32 values back
     assert embeddings.to_oceanbase_vector([]) == "[]"
+
+
+def test_texts_run_together_only_when_of_similar_length(model, monkeypatch):
+    """Every text of a batch is padded to its longest: a 10-token question and a
+    200-token log are run apart, texts of nearly one length together (up to the cap)."""
+    assert model._batches([10, 11, 19, 30, 40, 200]) == [range(0, 3), range(3, 5), range(5, 6)]
+    assert model._batches([]) == []
+    runs = []
+    real = model._run
+    monkeypatch.setattr(model, "_run", lambda ids: runs.append(len(ids)) or real(ids))
+    model.embed_documents(["short one", "short two", "a much longer text " * 30])
+    assert runs == [2, 1]
+    monkeypatch.setattr(model, "_batch", 2)
+    assert model._batches([10, 10, 10]) == [range(0, 2), range(2, 3)]
