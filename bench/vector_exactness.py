@@ -11,8 +11,12 @@ independent), so the rows are real embeddings by the running model: every LoCoMo
 scope of each ``--sizes``, the mean overlap of the engine's top 8 and top 50 with the exact
 top 8 and top 50 (numpy, float32 dot products), its worst query, and the share of queries
 not exact. ``--sign-bits`` adds the same figures for candidates by sign bits alone
-(``vec_quantize_binary``, computed with numpy), the code this one replaced. Embedding
-30,000 texts takes minutes: ``--cache`` keeps them.
+(``vec_quantize_binary``, computed with numpy), the code this one replaced.
+``--segments`` asks as prepare does: each query is the question wrapped in the first
+bench/prompts/locomo_templates.json template (the bench prompts as they are), split into
+its segments (``ranking.semantic_segments``), all of them searched in one pass; the exact
+answer ranks every row by its cosine to the nearest segment. Embedding 30,000 texts takes
+minutes: ``--cache`` keeps them.
 """
 
 from __future__ import annotations
@@ -68,6 +72,33 @@ def embedded(options: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     return documents, query_vectors
 
 
+def segment_queries(queries: list[str]) -> list[list[str]]:
+    from powercontext.search.ranking import semantic_segments
+
+    templates = ROOT / "bench" / "prompts" / "locomo_templates.json"
+    template = json.loads(templates.read_text(encoding="utf-8"))["templates"][0]["template"]
+    return [
+        semantic_segments(template.replace("{question}", query) if number < 150 else query)
+        for number, query in enumerate(queries)
+    ]
+
+
+def embedded_segments(options: argparse.Namespace) -> list[np.ndarray]:
+    cache = Path(options.cache + ".segments.npz") if options.cache else None
+    if cache and cache.exists():
+        stored = np.load(cache)
+        return np.split(stored["vectors"], stored["offsets"])
+    from powercontext import embeddings
+
+    _, queries = texts_and_queries(options.locomo, 0)
+    model = embeddings.embedder()
+    groups = [model.embed_documents(segments) for segments in segment_queries(queries)]
+    if cache:
+        offsets = np.cumsum([len(group) for group in groups])[:-1]
+        np.savez(cache, vectors=np.concatenate(groups), offsets=offsets)
+    return groups
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=30000)
@@ -76,6 +107,9 @@ def main() -> None:
     parser.add_argument("--locomo", default=str(ROOT.parent / "shared" / "data" / "locomo-dev"))
     parser.add_argument("--cache", help="an .npz of the embeddings (written if missing)")
     parser.add_argument("--sign-bits", action="store_true", help="also sign-bit candidates")
+    parser.add_argument(
+        "--segments", action="store_true", help="queries as prepare's segments, one pass"
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vector-exactness-") as home:
         setup_django(Path(home), None)
@@ -87,7 +121,11 @@ def main() -> None:
         from powercontext.search.vectors import VectorRow
 
         documents, queries = embedded(options)
-        print(f"# {len(documents)} real embeddings, {len(queries)} queries")
+        groups = embedded_segments(options) if options.segments else [[query] for query in queries]
+        print(
+            f"# {len(documents)} real embeddings, {len(groups)} queries, "
+            f"{sum(len(group) for group in groups)} vectors"
+        )
 
         @dataclass(frozen=True)
         class Index:
@@ -110,9 +148,10 @@ def main() -> None:
                 # The engine asks for max(factor x k, minimum) candidates: fix it here.
                 vector_sqlite.COARSE_FACTOR, vector_sqlite.COARSE_MIN = 0, candidates
                 overlap: dict[int, list[float]] = {8: [], 50: []}
-                for query in queries:
-                    exact = rows[np.argsort(-(documents[rows] @ query), kind="stable")] + 1
-                    found = engine.nearest(index, scope_id="s", vectors=[query], k=50)
+                for group in groups:
+                    nearest = (documents[rows] @ np.asarray(group).T).max(axis=1)
+                    exact = rows[np.argsort(-nearest, kind="stable")] + 1
+                    found = engine.nearest(index, scope_id="s", vectors=list(group), k=50)
                     keys = [key for key, *_ in found]
                     for k, values in overlap.items():
                         values.append(len(set(keys[:k]) & set(exact[:k].tolist())) / k)

@@ -92,8 +92,8 @@ def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:
     The vectors of the last :data:`QUERY_CACHE_SIZE` segments are kept, by the model's
     identity and the text: an agent's prompts repeat whole segments (the instructions a
     hook or a template wraps every question in, a pasted checklist), and the model's time
-    is most of a prepare's. A kept vector is the one the model gives that text, so the
-    ranking is the same whether it was kept or not."""
+    is most of a prepare's. A kept vector is the one the model gives that text (to float
+    rounding: texts embedded together), so the ranking does not depend on it."""
     if not texts or not embeddings.enabled():
         return None
     try:
