@@ -67,6 +67,23 @@ def remember(api):
     return _remember
 
 
+@pytest.fixture
+def embedded_texts(monkeypatch):
+    """The texts the real model embeds for documents and prompts, call by call."""
+    from powercontext import embeddings
+
+    model = embeddings.embedder()
+    calls = []
+    real = model.embed_documents
+
+    def spy(texts):
+        calls.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(model, "embed_documents", spy)
+    return calls
+
+
 def error_code(response):
     return response.json()["error"]["code"]
 

@@ -8,7 +8,6 @@ from memory import services
 from memory.models import MemoryActiveEntry
 from memory.search_index import MEMORY_INDEX
 from memory.values import kind_text_hash
-from powercontext import embeddings
 from powercontext.search import vectors
 
 pytestmark = pytest.mark.django_db
@@ -54,30 +53,15 @@ def test_a_retired_entry_left_in_the_projection_does_not_block_remembering(api, 
 # -- the model is not run for a no-op --------------------------------------------------
 
 
-@pytest.fixture
-def embedded(monkeypatch):
-    """The texts the real model embeds, call by call."""
-    model = embeddings.embedder()
-    calls = []
-    real = model.embed_documents
-
-    def spy(texts):
-        calls.append(list(texts))
-        return real(texts)
-
-    monkeypatch.setattr(model, "embed_documents", spy)
-    return calls
-
-
-def test_remembering_what_is_already_there_does_not_run_the_model(remember, embedded):
+def test_remembering_what_is_already_there_does_not_run_the_model(remember, embedded_texts):
     first = remember("Deploys go through the staging pipeline.")
     again = remember("Deploys go through the staging pipeline.")
     assert again == {"memory": first["memory"], "entry": None}
-    assert embedded == [["Deploys go through the staging pipeline."]]
+    assert embedded_texts == [["Deploys go through the staging pipeline."]]
 
 
 def test_an_entry_gone_before_the_write_is_added_again_with_its_vector(
-    api, remember, embedded, monkeypatch
+    api, remember, embedded_texts, monkeypatch
 ):
     """Seen before the transaction, the entry made the remember a no-op; retired before
     the write, it did not: the entry is added, with the vector it needs."""
@@ -92,5 +76,5 @@ def test_an_entry_gone_before_the_write_is_added_again_with_its_vector(
     added = remember("Deploys go through the staging pipeline.")
 
     assert added["entry"] is not None
-    assert embedded == [["Deploys go through the staging pipeline."]] * 2
+    assert embedded_texts == [["Deploys go through the staging pipeline."]] * 2
     assert vectors.coverage(MEMORY_INDEX, scope_id=SCOPE).missing == []

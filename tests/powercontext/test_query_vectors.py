@@ -8,19 +8,10 @@ from powercontext.search import hybrid
 
 
 @pytest.fixture
-def calls(monkeypatch):
-    """The texts each call of the real model embeds."""
+def calls(embedded_texts):
+    """The texts each call of the real model embeds, from an empty cache."""
     hybrid.forget_query_vectors()
-    model = embeddings.embedder()
-    seen = []
-    real = model.embed_documents
-
-    def spy(texts):
-        seen.append(list(texts))
-        return real(texts)
-
-    monkeypatch.setattr(model, "embed_documents", spy)
-    yield seen
+    yield embedded_texts
     hybrid.forget_query_vectors()
 
 
