@@ -76,13 +76,10 @@ def can_embed() -> bool:
 
 def query_vector(text: str) -> Any | None:
     """The query's embedding, or None when the channel cannot embed (switched off, no
-    model): never raises, so a prompt is always answered, lexically at worst."""
-    if not embeddings.enabled():
-        return None
-    try:
-        return embeddings.embedder().embed_query(text)
-    except embeddings.EmbeddingsUnavailable:
-        return None
+    model): never raises, so a prompt is always answered, lexically at worst. Kept as a
+    prompt's segments are (:func:`query_vectors`): an agent repeats its searches too."""
+    found = query_vectors([text])
+    return None if found is None else found[0]
 
 
 def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:

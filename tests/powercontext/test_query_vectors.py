@@ -56,7 +56,15 @@ def test_the_kept_vectors_are_bounded_least_recently_used_first(calls, monkeypat
     assert len(hybrid._cache) == 2
 
 
+def test_an_explicit_search_query_is_kept_too(calls):
+    first = hybrid.query_vector("Which port does PostgreSQL use?")
+    again = hybrid.query_vectors(["Which port does PostgreSQL use?"])
+    assert again[0] is first
+    assert calls == [["Which port does PostgreSQL use?"]]
+
+
 def test_no_text_or_no_channel_gives_no_vectors(monkeypatch):
     assert hybrid.query_vectors([]) is None
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     assert hybrid.query_vectors(["The deploy fails."]) is None
+    assert hybrid.query_vector("The deploy fails.") is None
