@@ -226,3 +226,7 @@ class SqliteVectors:
             return {
                 int(key): StoredVector(cited, version) for key, cited, version in cursor.fetchall()
             }
+
+    def refresh_statistics(self, index: SearchIndex) -> None:
+        """Nothing to do: :meth:`nearest` reads the chunks and rows by key, no plan to
+        choose (and the read path already avoids what SQLite's planner gets wrong)."""

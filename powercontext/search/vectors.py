@@ -196,6 +196,12 @@ class VectorEngine(Protocol):
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]: ...
 
+    def refresh_statistics(self, index: SearchIndex) -> None:
+        """Bring the planner's statistics of the index's vector objects up to date after
+        a rebuild has filled or changed them, where the engine's planner needs them (a
+        no-op where it does not). Run outside any transaction."""
+        ...
+
 
 def vector_engine() -> VectorEngine:
     engine: VectorEngine = import_string(_ENGINES[engine_of(connection)])()
@@ -292,13 +298,16 @@ def _create(index: SearchIndex, model: embeddings.Embedder, *, replace: bool) ->
             for statement in statements:
                 cursor.execute(statement)
             _record(index, model)
-        return
-    # DDL commits on its own here: drop, create, then record; a crash in between leaves
-    # no record or an empty table, which status reports and a rebuild repairs.
-    with connection.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-    _record(index, model)
+    else:
+        # DDL commits on its own here: drop, create, then record; a crash in between
+        # leaves no record or an empty table, which status reports and a rebuild repairs.
+        with connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+        _record(index, model)
+    # Statistics from the start, even of an empty table: OceanBase's planner guesses
+    # without any, and estimates from the table itself once there are some.
+    engine.refresh_statistics(index)
 
 
 # Concurrent first writes in one process create the vector objects once: without it
@@ -679,6 +688,10 @@ def rebuild(
         done += len(batch)
         if progress:
             progress(done, len(todo))
+    if not (connection.in_atomic_block and not vector_engine().transactional_ddl):
+        # OceanBase's planner needs them for the table a rebuild has just filled (it
+        # commits on its own there, so never inside the caller's transaction).
+        vector_engine().refresh_statistics(index)
     report.entries = len(todo)
     report.seconds = time.monotonic() - started
     rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0
