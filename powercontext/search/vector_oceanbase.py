@@ -7,21 +7,42 @@ identity here) and ``VECTOR(<dimension>)``, with ``CREATE VECTOR INDEX ... WITH
 (distance=cosine, type=hnsw, lib=vsag)``. No foreign key to the indexed table (it would
 block dropping or altering that table in a migration): as on SQLite, the write path drops
 a deleted row's vector and ``rebuild_index`` any orphan. What seekdb 1.4 (embedded) does,
-checked for real
-(tests/search/test_vectors.py, bench/vector_bench.py):
+checked for real (tests/powercontext/test_vectors.py, bench/vector_bench.py; figures on
+the shared 2-core machine at load 2-5, random unit vectors, real prompts' segments as
+queries, k = 66, in a read snapshot):
 
-- ``ORDER BY cosine_distance(embedding, '[...]') APPROXIMATE LIMIT k`` with
-  ``WHERE scope_id = %s`` plans as ``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)``: the scope
-  filter is applied before the graph search, so a small scope is not starved by a large
-  one, and its results matched the exact scan (``ORDER BY ... LIMIT k`` without
-  APPROXIMATE, a full scan with a top-N sort) in every case measured. That plan is chosen
-  while the table has no optimizer statistics (the scope filter is then guessed to keep 99
-  rows): the HNSW graph is not used and one scope of 10,000 / 30,000 rows costs 52 / 111 ms,
-  more than the exact scan (19 / 41 ms). After ``DBMS_STATS.GATHER_TABLE_STATS`` the same
-  query plans as ``ADAPTIVE SCAN (POST-ITERATIVE-FILTER)``, which walks the graph: 19 ms
-  at 30,000 (the graph without a filter: 12-19 ms). Not gathered here yet: when to gather
-  them (after rebuild_index, as a table grows) is still to be decided.
-- The same query joined to the rows in SQL lost rows (3 of 10 returned with every row
+- :meth:`OceanBaseVectors.nearest` is one exact scan for all the query vectors:
+  ``LEAST(cosine_distance(embedding, q1), ...)`` over the scope's rows, ``ORDER BY``
+  that, then the row key, ``LIMIT k``. Not the HNSW graph: ``ORDER BY
+  cosine_distance(...) APPROXIMATE LIMIT k`` with ``WHERE scope_id = %s`` planned as
+  ``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)`` in every case measured (one scope of 10,000
+  rows; 10,000 of 30,000; 50 of 20,050; with no statistics, statistics of an emptier
+  table, or fresh ones), and that plan is slower than the exact scan: 47-78 ms a vector
+  against 10-22 ms. It did return the exact answer. The hint ``/*+ VECTOR_INDEX(t idx
+  post_filter) */`` left the plan as it was. (An earlier note here saw ``ADAPTIVE SCAN
+  (POST-ITERATIVE-FILTER)``, which walks the graph, once statistics were gathered at
+  30,000 rows, 19 ms; not seen again in these cases.) Eight vectors at 10,000 rows, p50: one
+  APPROXIMATE query each, merged in Python, 376-475 ms; the same in one statement
+  (``UNION ALL`` of the eight, ``GROUP BY`` row key with ``MIN``) 380-418 ms (the round
+  trips were not the cost); the exact scan 33-41 ms, 33-62 ms when the table also holds
+  another scope of 20,000, 4-6 ms for a scope of 50 rows. The graph without the scope
+  filter costs 5 ms a vector but found 28-44 % of the exact nearest rows on these random
+  vectors, and cannot keep to a scope. The exact scan's cost grows with the scope's rows
+  (about 10x at 100,000, not measured). The HNSW index is still created and kept up
+  (a cost to every write) though no read uses it now, so a later seekdb whose planner
+  walks the graph within a scope can be tried without a layout change.
+- Optimizer statistics (``DBMS_STATS.GATHER_TABLE_STATS(DATABASE(), '<table>')``;
+  ``ANALYZE TABLE`` works too; ``oceanbase.DBA_TAB_STATISTICS`` shows ``num_rows`` and
+  ``last_analyzed``) are gathered when the table is created and after every
+  ``rebuild_index`` (:meth:`OceanBaseVectors.refresh_statistics`): 25-60 ms at 10,000
+  rows (the first call on a new instance 130-230 ms), 320-420 ms at 20,000-30,000 under
+  load. Without any the planner guesses a scope keeps 99 rows; with any, even of an empty
+  table or of 2 rows with 20,050 there now, it estimated the scope from the table itself
+  (50 rows: 50; a whole table of 10,000: 10,002) and chose the same plans as with fresh
+  statistics (the scope's key for a small scope, a full scan for a large one), at the
+  same latency. So nothing gathers them as a table grows: statistics once are what the
+  planner needs, and ``rebuild_index`` refreshes them.
+- The APPROXIMATE query joined to the rows in SQL lost rows (3 of 10 returned with every row
   matching): the join is a second query here, as on SQLite.
 - ``VECTOR(384)``, ``cosine_distance`` and the HNSW (vsag) index all work in the embedded
   kernel; a foreign key ``ON DELETE CASCADE`` on such a table works too (not used).
@@ -107,23 +128,24 @@ class OceanBaseVectors:
     def nearest(
         self, index: SearchIndex, *, scope_id: str, vectors: Sequence[Any], k: int
     ) -> list[tuple[int, str, str, float]]:
+        if k <= 0 or not vectors:
+            return []
         vec = connection.ops.quote_name(vec_table(index))
-        best: dict[int, tuple[int, str, str, float]] = {}
+        # One exact scan of the scope for all the vectors (the module's docstring says why
+        # not the HNSW graph): each row's distance to the nearest of them. MySQL's LEAST
+        # needs two arguments at least.
+        each = ", ".join(["cosine_distance(embedding, %s)"] * len(vectors))
+        distance = f"LEAST({each})" if len(vectors) > 1 else each
         with connection.cursor() as cursor:
-            # One graph search per vector; a row keeps its distance to the nearest one.
-            for vector in vectors:
-                cursor.execute(
-                    f"SELECT row_key, cited_id, version, "  # noqa: S608 - names only
-                    "cosine_distance(embedding, %s) AS distance "
-                    f"FROM {vec} WHERE scope_id = %s "
-                    "ORDER BY distance APPROXIMATE LIMIT %s",
-                    [to_oceanbase_vector(vector), scope_id.encode("utf-8"), int(k)],
-                )
-                for key, cited, version, distance in cursor.fetchall():
-                    found = (int(key), _text(cited), _text(version), float(distance))
-                    if found[0] not in best or found[3] < best[found[0]][3]:
-                        best[found[0]] = found
-        return sorted(best.values(), key=lambda row: (row[3], row[0]))[: max(k, 0)]
+            cursor.execute(
+                f"SELECT row_key, cited_id, version, {distance} AS distance "  # noqa: S608
+                f"FROM {vec} WHERE scope_id = %s ORDER BY distance, row_key LIMIT %s",
+                [*(to_oceanbase_vector(vector) for vector in vectors), scope_id.encode(), int(k)],
+            )
+            return [
+                (int(key), _text(cited), _text(version), float(found))
+                for key, cited, version, found in cursor.fetchall()
+            ]
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]:
         vec = connection.ops.quote_name(vec_table(index))

@@ -307,7 +307,16 @@ def _create(index: SearchIndex, model: embeddings.Embedder, *, replace: bool) ->
         _record(index, model)
     # Statistics from the start, even of an empty table: OceanBase's planner guesses
     # without any, and estimates from the table itself once there are some.
-    engine.refresh_statistics(index)
+    _refresh_statistics(index)
+
+
+def _refresh_statistics(index: SearchIndex) -> None:
+    """The engine's statistics step; a failure (say, a user without the privilege) is
+    logged, never fatal: they only help the planner."""
+    try:
+        vector_engine().refresh_statistics(index)
+    except DatabaseError as error:
+        log.warning("%s: optimizer statistics not gathered: %s", vec_table(index), error)
 
 
 # Concurrent first writes in one process create the vector objects once: without it
@@ -691,7 +700,7 @@ def rebuild(
     if not (connection.in_atomic_block and not vector_engine().transactional_ddl):
         # OceanBase's planner needs them for the table a rebuild has just filled (it
         # commits on its own there, so never inside the caller's transaction).
-        vector_engine().refresh_statistics(index)
+        _refresh_statistics(index)
     report.entries = len(todo)
     report.seconds = time.monotonic() - started
     rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0

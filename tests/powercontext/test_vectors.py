@@ -10,9 +10,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from experience import services as experience_services
 from experience.search_index import EXPERIENCE_INDEX, proposal_document
@@ -203,6 +204,40 @@ def test_several_query_vectors_find_each_row_by_the_one_it_is_nearest(family):
     assert both[0].score >= both[1].score
 
 
+def test_the_engine_finds_each_rows_distance_to_the_nearest_vector_exactly():
+    """The engine alone, on more rows than the answer: the k nearest to any of several
+    vectors, each at its distance to the nearest one, as a brute force computes them."""
+    model = embeddings.embedder()
+    vectors._create(MEMORY_INDEX, model, replace=True)
+    engine = vectors.vector_engine()
+    rng = np.random.default_rng(16)
+    stored = rng.standard_normal((60, model.dimension)).astype(np.float32)
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    asks = stored[:3] + 0.5 * rng.standard_normal((3, model.dimension)).astype(np.float32)
+    asks /= np.linalg.norm(asks, axis=1, keepdims=True)
+    engine.upsert(
+        MEMORY_INDEX,
+        [
+            (vectors.VectorRow(key, scope, f"e{key}", 1, ""), stored[key])
+            for key in range(60)
+            for scope in [SCOPE if key % 6 else "scope-other"]
+        ],
+    )
+    in_scope = [key for key in range(60) if key % 6]
+    distance = {key: float(np.min(1.0 - asks @ stored[key])) for key in in_scope}
+    expected = sorted(in_scope, key=lambda key: (distance[key], key))[:12]
+
+    found = engine.nearest(MEMORY_INDEX, scope_id=SCOPE, vectors=list(asks), k=12)
+
+    assert [key for key, *_ in found] == expected
+    assert [(cited, version) for _, cited, version, _ in found] == [
+        (f"e{key}", "1") for key in expected
+    ]
+    assert [value for *_, value in found] == pytest.approx(
+        [distance[key] for key in expected], abs=1e-4
+    )
+
+
 def _vector_table_statistics(index: SearchIndex) -> tuple[Any, Any] | None:
     """(rows, when gathered) of the vector table in OceanBase's optimizer statistics."""
     with connection.cursor() as cursor:
@@ -228,6 +263,21 @@ def test_oceanbase_vector_tables_get_statistics_when_created_and_rebuilt(family)
     rows, gathered = _vector_table_statistics(family.index)
     assert int(rows) == 3
     assert gathered >= created[1]
+
+
+def test_statistics_that_cannot_be_gathered_fail_neither_the_write_nor_the_rebuild(
+    family, monkeypatch
+):
+    def refused(self, index):
+        raise DatabaseError("no privilege to gather statistics")
+
+    monkeypatch.setattr(type(vectors.vector_engine()), "refresh_statistics", refused)
+    wanted = family.add(POSTGRES)  # the first write creates the table
+    assert nearest(family)[0].cited_id == wanted
+    family.add(INVOICES)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {vectors.vec_table(family.index)}")  # noqa: S608
+    assert vectors.rebuild(family.index).inserted == 2
 
 
 def test_the_vector_is_of_the_original_text_not_the_stemmed_tokens(family):
