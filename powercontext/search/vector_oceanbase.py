@@ -8,42 +8,56 @@ identity here) and ``VECTOR(<dimension>)``, with ``CREATE VECTOR INDEX ... WITH
 block dropping or altering that table in a migration): as on SQLite, the write path drops
 a deleted row's vector and ``rebuild_index`` any orphan. What seekdb 1.4 (embedded) does,
 checked for real (tests/powercontext/test_vectors.py, bench/vector_bench.py; figures on
-the shared 2-core machine at load 2-5, random unit vectors, real prompts' segments as
+the shared 2-core machine at load 2-7, random unit vectors, real prompts' segments as
 queries, k = 66, in a read snapshot):
 
 - :meth:`OceanBaseVectors.nearest` is one exact scan for all the query vectors:
   ``LEAST(cosine_distance(embedding, q1), ...)`` over the scope's rows, ``ORDER BY``
-  that, then the row key, ``LIMIT k``. Not the HNSW graph: ``ORDER BY
-  cosine_distance(...) APPROXIMATE LIMIT k`` with ``WHERE scope_id = %s`` planned as
-  ``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)`` in every case measured (one scope of 10,000
-  rows; 10,000 of 30,000; 50 of 20,050; with no statistics, statistics of an emptier
-  table, or fresh ones), and that plan is slower than the exact scan: 47-78 ms a vector
-  against 10-22 ms. It did return the exact answer. The hint ``/*+ VECTOR_INDEX(t idx
-  post_filter) */`` left the plan as it was. (An earlier note here saw ``ADAPTIVE SCAN
-  (POST-ITERATIVE-FILTER)``, which walks the graph, once statistics were gathered at
-  30,000 rows, 19 ms; not seen again in these cases.) Eight vectors at 10,000 rows, p50: one
-  APPROXIMATE query each, merged in Python, 376-475 ms; the same in one statement
-  (``UNION ALL`` of the eight, ``GROUP BY`` row key with ``MIN``) 380-418 ms (the round
-  trips were not the cost); the exact scan 33-41 ms, 33-62 ms when the table also holds
-  another scope of 20,000, 4-6 ms for a scope of 50 rows. The graph without the scope
-  filter costs 5 ms a vector but found 28-44 % of the exact nearest rows on these random
-  vectors, and cannot keep to a scope. The exact scan's cost grows with the scope's rows
-  (about 10x at 100,000, not measured). The HNSW index is still created and kept up
-  (a cost to every write) though no read uses it now, so a later seekdb whose planner
-  walks the graph within a scope can be tried without a layout change.
+  that, then the row key, ``LIMIT k``. Eight vectors (a prompt's segments), p50:
+
+  =====================  ===============  ==============  ===================
+  rows in the scope      one APPROXIMATE  the same, one   the exact scan
+                         query each       ``UNION ALL``
+  =====================  ===============  ==============  ===================
+  50 (of 20,050)         19-27 ms         \-              4-6 ms
+  10,000                 376-475 ms       380-418 ms      33-75 ms
+  10,000 (of 30,000)     541-623 ms       729-743 ms      33-62 ms
+  30,000                 115 ms           \-              118 ms
+  100,000                266 ms           \-              308-367 ms
+  100,000, statistics    229 ms           \-              (the same)
+  =====================  ===============  ==============  ===================
+
+  ``ORDER BY cosine_distance(...) APPROXIMATE LIMIT k`` with ``WHERE scope_id = %s``
+  planned as ``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)`` (the scope filtered first) in
+  every case but the last: at 10,000 rows it returned the exact answer at 47-78 ms a
+  vector (the exact scan: 10-22 ms); at 30,000 and 100,000 it adapts to a filtered graph
+  walk, 14-33 ms a vector in a run of eight, and found 35 % and 14 % of the exact
+  nearest rows (random vectors, the graph's worst case; real embeddings fare better).
+  Only statistics gathered at 100,000 rows gave ``ADAPTIVE SCAN
+  (POST-ITERATIVE-FILTER)``: 28 ms a vector (one alone: 28 ms, against the exact scan's
+  92-101 ms), the same 14 % found. The hint ``/*+ VECTOR_INDEX(t idx post_filter) */``
+  left every plan as it was, and one ``UNION ALL`` statement did the same work as the
+  loop (the round trips were not the cost). So the exact scan: exact, and fastest up to
+  tens of thousands of rows in a scope; at 100,000 it costs 1.2-1.6x the graph for a
+  prompt's eight segments (both far over prepare's budget there). The HNSW index is
+  still created and kept up (a cost to every write) though no read uses it, so a graph
+  path for large scopes can be added without a layout change; it would need statistics
+  kept fresh as the table grows (below).
 - Optimizer statistics (``DBMS_STATS.GATHER_TABLE_STATS(DATABASE(), '<table>')``;
   ``ANALYZE TABLE`` works too; ``oceanbase.DBA_TAB_STATISTICS`` shows ``num_rows`` and
   ``last_analyzed``) are gathered when the table is created and after every
   ``rebuild_index`` (:meth:`OceanBaseVectors.refresh_statistics`): 25-60 ms at 10,000
-  rows (the first call on a new instance 130-230 ms), 320-420 ms at 20,000-30,000 under
-  load. Without any the planner guesses a scope keeps 99 rows; with any, even of an empty
-  table or of 2 rows with 20,050 there now, it estimated the scope from the table itself
-  (50 rows: 50; a whole table of 10,000: 10,002) and chose the same plans as with fresh
-  statistics (the scope's key for a small scope, a full scan for a large one), at the
-  same latency. So nothing gathers them as a table grows: statistics once are what the
-  planner needs, and ``rebuild_index`` refreshes them.
-- The APPROXIMATE query joined to the rows in SQL lost rows (3 of 10 returned with every row
-  matching): the join is a second query here, as on SQLite.
+  rows (the first call on a new instance 130-230 ms), 320-420 ms at 20,000-30,000 and
+  455-625 ms at 100,000, under load. Without any the planner guesses a scope keeps 99
+  rows. For the exact scan, statistics of any age are enough: with those of an empty
+  table or of 2 rows, the scope was estimated from the table itself (50 of 20,050 rows:
+  50, the scope's key used, 5 ms; 10,000 of 30,000: a full scan, with none or fresh ones).
+  The APPROXIMATE plan is what stale statistics change (still PRE-FILTER at 100,000 rows
+  with those of the empty table, 266 ms for eight vectors against 229 after gathering).
+  So nothing regathers them as a table grows while no read uses the graph;
+  ``rebuild_index`` refreshes them.
+- The APPROXIMATE query joined to the rows in SQL lost rows (3 of 10 returned with every
+  row matching): the join is a second query here, as on SQLite.
 - ``VECTOR(384)``, ``cosine_distance`` and the HNSW (vsag) index all work in the embedded
   kernel; a foreign key ``ON DELETE CASCADE`` on such a table works too (not used).
 - DDL commits implicitly: the table is created outside any write transaction.

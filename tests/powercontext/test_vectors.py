@@ -251,8 +251,9 @@ def _vector_table_statistics(index: SearchIndex) -> tuple[Any, Any] | None:
 
 @pytest.mark.skipif(engine_of(connection) != "oceanbase", reason="OceanBase's optimizer statistics")
 def test_oceanbase_vector_tables_get_statistics_when_created_and_rebuilt(family):
-    """Without any, seekdb's planner guesses the scope keeps 99 rows (the module's
-    docstring); with some, even of an empty table, it estimates from the table."""
+    """Without any, seekdb's planner guesses a scope keeps 99 rows; with some, even of
+    an empty table, it estimates the scope from the table (vector_oceanbase's docstring),
+    and a rebuild brings them up to date."""
     family.add(POSTGRES)  # the first write creates the table
     created = _vector_table_statistics(family.index)
     assert created is not None
