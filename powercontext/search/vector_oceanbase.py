@@ -19,12 +19,12 @@ queries, k = 66, in a read snapshot):
   rows in the scope      one APPROXIMATE  the same, one   the exact scan
                          query each       ``UNION ALL``
   =====================  ===============  ==============  ===================
-  50 (of 20,050)         19-27 ms         \-              4-6 ms
+  50 (of 20,050)         19-27 ms         -               4-6 ms
   10,000                 376-475 ms       380-418 ms      33-75 ms
   10,000 (of 30,000)     541-623 ms       729-743 ms      33-62 ms
-  30,000                 115 ms           \-              118 ms
-  100,000                266 ms           \-              308-367 ms
-  100,000, statistics    229 ms           \-              (the same)
+  30,000                 115 ms           -               118 ms
+  100,000                266 ms           -               308-367 ms
+  100,000, statistics    229 ms           -               (the same)
   =====================  ===============  ==============  ===================
 
   ``ORDER BY cosine_distance(...) APPROXIMATE LIMIT k`` with ``WHERE scope_id = %s``

@@ -148,15 +148,19 @@ class SqliteVectors:
                     batch,
                 )
                 found.extend(cursor.fetchall())
-        # The exact cosine distance to the nearest query, all of them at once (what
-        # ``vec_distance_cosine`` computes, one product per query and row: numpy does the
-        # products of every candidate with every query in one call).
+        # The exact cosine distance to the nearest query (what ``vec_distance_cosine``
+        # computes), every candidate with every query in one call. By einsum's own loops,
+        # not a BLAS matrix product: BLAS rounds a row's products differently by where the
+        # row falls in the matrix, so a row would score otherwise (by 1e-7) with other
+        # candidates around it, and a search repeated after a rebuild would not give the
+        # same scores; einsum's sum for a row and a query depends on those two alone.
         stored = np.frombuffer(b"".join(row[3] for row in found), dtype=np.float32).reshape(
             len(found), queries.shape[1]
         )
-        similarity = (stored @ queries.T) / np.maximum(
-            np.outer(np.linalg.norm(stored, axis=1), np.linalg.norm(queries, axis=1)), 1e-12
-        )
+        products = np.einsum("ij,kj->ik", stored, queries, optimize=False)
+        norms = np.einsum("ij,ij->i", stored, stored, optimize=False)
+        query_norms = np.einsum("ij,ij->i", queries, queries, optimize=False)
+        similarity = products / np.maximum(np.sqrt(np.outer(norms, query_norms)), 1e-12)
         distances = 1.0 - similarity.max(axis=1)
         ranked = sorted(
             zip(distances.tolist(), found, strict=True), key=lambda item: (item[0], item[1][0])
