@@ -90,6 +90,40 @@ def test_the_code_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
         assert all(key % 7 != 1 for key in ours)  # no deleted row
 
 
+def test_the_stored_vectors_are_read_as_vec0_itself_lists_them(table):
+    """``stored`` reads the plain tables under ``vec0`` (its auxiliary columns and its
+    chunks' rowids), not the virtual table: the same rows, cited ids and versions as vec0
+    lists, for the whole table and for each scope, across chunks, after deletions and
+    replacements."""
+    rng = np.random.default_rng(28)
+    matrix = _unit(rng.standard_normal((2500, DIMENSION)))
+    _store(table, {key + 1: matrix[key] for key in range(2200)})
+    _store(table, {key + 1: matrix[key] for key in range(2200, 2500)}, scope_id="other")
+    engine = vector_sqlite.SqliteVectors()
+    engine.delete(table, list(range(1, 2500, 5)))
+    engine.upsert(table, [(VectorRow(3, SCOPE, "cited-3", 2, ""), matrix[2])])
+
+    def listed(scope_id=None):
+        sql = "SELECT rowid, cited_id, version FROM knn_test_vec"
+        with connection.cursor() as cursor:
+            if scope_id is None:
+                cursor.execute(sql)
+            else:
+                cursor.execute(sql + " WHERE scope_id = %s", [scope_id])
+            return {key: (cited, version) for key, cited, version in cursor.fetchall()}
+
+    def read(scope_id):
+        found = engine.stored(table, scope_id)
+        return {key: (stored.cited_id, stored.version) for key, stored in found.items()}
+
+    assert read(None) == listed()
+    assert read(SCOPE) == listed(SCOPE)
+    assert read("other") == listed("other")
+    assert read("nobody") == {}
+    assert len(read(SCOPE)) == 2200 - 440
+    assert read(SCOPE)[3] == ("cited-3", "2")
+
+
 def _levels_apart(vector, other):
     """The codes' Hamming distance, from its definition: the sum of level differences."""
     step = vector_sqlite.LEVEL / np.sqrt(DIMENSION)
