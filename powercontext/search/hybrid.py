@@ -124,17 +124,25 @@ def forget_query_vectors() -> None:
 
 
 def semantic_hits(
-    index: SearchIndex, *, scope_id: str, queries: Sequence[Any] | None, limit: int
+    index: SearchIndex,
+    *,
+    scope_id: str,
+    queries: Sequence[Any] | None,
+    limit: int,
+    required: bool = False,
 ) -> list[IndexHit] | None:
     """The index's ``limit`` rows nearest to any of ``queries`` (a query's vector, or each
     of a prompt's segments') in the caller's snapshot, best first: a row scores its
     similarity to the vector it is nearest to. None when there is no vector or the
-    channel cannot be read now."""
+    channel cannot be read now, unless ``required`` (a search whose answer names the
+    mode that ran): then :class:`~powercontext.search.vectors.VectorsNotReady`."""
     if not queries:
         return None
     try:
         return vectors.vector_match(index, scope_id=scope_id, query_vectors=queries, limit=limit)
     except vectors.VectorsNotReady:
+        if required:
+            raise
         return None
 
 

@@ -340,6 +340,15 @@ def _ensure(index: SearchIndex, model: embeddings.Embedder) -> None:
 # -- status ---------------------------------------------------------------------------
 
 
+def readable(index: SearchIndex) -> bool:
+    """Whether the read path searches the index's vectors: the channel is on and the
+    vector objects are recorded as the running model's and this layout's. One row, no
+    catalogue lookup (:func:`status` has one, 15 ms on OceanBase, too dear for every
+    search): a table missing behind its record fails the search's own statement
+    instead, with :class:`VectorsNotReady`."""
+    return embeddings.enabled() and _recorded_raw(index) == _identity()
+
+
 def status(index: SearchIndex) -> VectorStatus:
     """Whether the index's vector channel can be read now, and if not why (cheap once the
     model is loaded: one row and a catalogue lookup)."""
@@ -523,9 +532,10 @@ def vector_match(
     Run it in the caller's read snapshot (``read_snapshot``): the rows are read there, and
     only a row whose cited id and version are those its vector was computed from is a
     hit. Raises :class:`VectorsNotReady` when the channel cannot be read."""
-    # The cheap test first (one row); status() says why when it fails.
-    if not embeddings.enabled() or _recorded_raw(index) != _identity():
-        raise VectorsNotReady(f"{index.name}: {status(index).detail}")
+    if not readable(index):
+        # Why is status()'s to say; the read path only needs to know (a prepare asks for
+        # every index, also those with no vectors yet).
+        raise VectorsNotReady(f"{index.name}: not ready (see /health/ready)")
     if limit <= 0 or not query_vectors:
         return []
     engine = vector_engine()
@@ -536,7 +546,7 @@ def vector_match(
             index, scope_id=scope_id, vectors=query_vectors, k=limit + OVERFETCH
         )
     except DatabaseError as error:
-        raise VectorsNotReady(f"{index.name}: {status(index).detail}") from error
+        raise VectorsNotReady(f"{index.name}: {error}") from error
     if not nearest:
         return []
     rows = _rows(index, [key for key, *_ in nearest], scope_id=scope_id, with_text=True)

@@ -2,7 +2,10 @@
 found it (the semantic channel runs the real local model on the real vector index)."""
 
 import pytest
+from django.db import connection
 
+from memory.search_index import MEMORY_INDEX
+from powercontext.search import vectors
 from tests.conftest import error_code
 
 POSTGRES = "The dev database is PostgreSQL 16 on port 5433; the test one on 5434."
@@ -81,3 +84,35 @@ def test_vector_modes_are_refused_when_the_channel_is_off(api, entries, monkeypa
     assert response.status_code == 422
     assert error_code(response) == "capability_not_supported"
     assert "switched off" in response.json()["error"]["message"]
+
+
+def test_a_ready_search_does_not_look_the_vector_table_up_in_the_catalogue(
+    api, entries, monkeypatch
+):
+    # status() reads the catalogue (15 ms on OceanBase); a search needs only the record.
+    def catalogue(*args, **kwargs):
+        raise AssertionError("a search looked up the catalogue")
+
+    monkeypatch.setattr(vectors, "status", catalogue)
+    assert search(api, "billing")["mode"] == "hybrid"
+    assert texts(search(api, "which postgres port", mode="vector"))[0] == POSTGRES
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_a_vector_table_dropped_behind_its_record_is_said_not_hidden(api, entries, mode):
+    """Recorded as ready, the table gone: auto answers by the words and says fts; the
+    vector modes are refused with the reason, never answered by the words as if by
+    both."""
+    _, reverse = vectors.vector_engine().ddl(MEMORY_INDEX, 384)
+    with connection.cursor() as cursor:
+        for statement in reverse:
+            cursor.execute(statement)
+    result = search(api, "billing")
+    assert result["mode"] == "fts"
+    assert texts(result) == [BILLING]
+    response = api.post(
+        "/v1/memory/search", {"scope_id": "scope-a", "query": "billing", "mode": mode}
+    )
+    assert response.status_code == 422
+    assert error_code(response) == "capability_not_supported"
+    assert "missing vector" in response.json()["error"]["message"]
