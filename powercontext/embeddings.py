@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -235,6 +236,16 @@ class Embedder:
         if not texts:
             return vectors
         encodings = self._tokenizer.encode_batch(list(texts))
+        if self._batch == 1 and len(texts) > 1 and self.threads > 1:
+            # One text a call keeps most of a call's work in one thread: the intra-op
+            # threads share little of a short text. So the texts run side by side, a
+            # call per thread on the one session (ONNX Runtime runs concurrent calls):
+            # 366-408 against 220-250 texts/s, measured on the 2-core machine.
+            with ThreadPoolExecutor(self.threads, thread_name_prefix="embed") as pool:
+                alone = pool.map(lambda encoding: self._run([encoding.ids])[0], encodings)
+                for index, vector in enumerate(alone):
+                    vectors[index] = vector
+            return vectors
         order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
         for chunk in self._batches([len(encodings[index].ids) for index in order]):
             indexes = [order[position] for position in chunk]

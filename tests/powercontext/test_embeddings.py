@@ -181,3 +181,29 @@ def test_texts_run_together_only_when_of_similar_length(model, monkeypatch):
     assert runs == [2, 1]
     monkeypatch.setattr(model, "_batch", 2)
     assert model._batches([10, 10, 10]) == [range(0, 2), range(2, 3)]
+
+
+@pytest.fixture(scope="module")
+def int8_model():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
+        return embeddings.Embedder(threads=2)
+
+
+def test_the_int8_form_runs_texts_side_by_side_each_as_alone(int8_model, monkeypatch):
+    """One text a call (its activations are scaled per call), the calls on two threads at
+    once; each text still gets exactly its vector alone."""
+    texts = [f"entry {number}: the billing worker retries failed invoices" for number in range(12)]
+    alone = np.stack([int8_model.embed_query(text) for text in texts])
+    callers = set()
+    run = int8_model._run
+
+    def recording(ids):
+        assert len(ids) == 1
+        callers.add(threading.get_ident())
+        return run(ids)
+
+    monkeypatch.setattr(int8_model, "_run", recording)
+    together = int8_model.embed_documents(texts)
+    assert np.array_equal(together, alone)
+    assert len(callers) == 2
