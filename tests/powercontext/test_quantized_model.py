@@ -75,6 +75,44 @@ def test_the_int8_form_stays_within_cosine_0_996_of_the_shipped_form(derived):
     assert similarity.min() > 0.996, dict(zip(CLOSE_TEXTS, similarity.round(4), strict=True))
 
 
+@pytest.mark.parametrize("saturating", [False, True])
+def test_products_can_saturate_unless_the_cpu_has_vnni_or_is_arm(monkeypatch, tmp_path, saturating):
+    cpuinfo = tmp_path / "cpuinfo"
+    flags = "fpu sse2 avx2 fma avx512f avx512bw" + ("" if saturating else " avx512_vnni")
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\nbugs\t\t: spectre_v1\n")
+    monkeypatch.setattr(quantized_model, "CPU_INFORMATION", cpuinfo)
+    monkeypatch.setattr(quantized_model.platform, "machine", lambda: "x86_64")
+    assert quantized_model.products_can_saturate() is saturating
+    cpuinfo.write_text(cpuinfo.read_text().replace("avx512_vnni", "avx_vnni"))
+    assert quantized_model.products_can_saturate() is saturating
+    suffix = quantized_model.SEVEN_BIT_WEIGHTS if saturating else ""
+    assert quantized_model.recipe() == quantized_model.RECIPE + suffix
+    monkeypatch.setattr(quantized_model, "CPU_INFORMATION", tmp_path / "absent")
+    assert quantized_model.products_can_saturate()  # cannot tell: the safe weights
+    monkeypatch.setattr(quantized_model.platform, "machine", lambda: "aarch64")
+    assert not quantized_model.products_can_saturate()
+
+
+def test_where_products_can_saturate_the_weights_have_7_bits(monkeypatch, tmp_path, derived):
+    # Two u8 x s8 products summed into 16 bits (VPMADDUBSW, x86-64 without VNNI) cannot
+    # overflow with |weight| <= 64: 2 x 255 x 64 = 32,640 <= 32,767.
+    monkeypatch.setattr(quantized_model, "products_can_saturate", lambda: True)
+    seven = quantized_model.quantized(SHIPPED, tmp_path)
+    graph = onnx.load(str(seven)).graph
+    stored = {item.name: item for item in graph.initializer}
+    products = [node for node in graph.node if node.op_type == "MatMulInteger"]
+    assert len(products) >= 36
+    for node in products:
+        values = onnx.numpy_helper.to_array(stored[node.input[1]]).astype(int)
+        assert values.min() >= -64
+        assert values.max() <= 64
+    fast = embeddings.Embedder(seven).embed_documents(CLOSE_TEXTS)
+    shipped = embeddings.Embedder(SHIPPED).embed_documents(CLOSE_TEXTS)
+    assert np.sum(fast * shipped, axis=1).min() > 0.996  # 0.9968-0.999 measured
+    monkeypatch.setattr(quantized_model, "products_can_saturate", lambda: False)
+    assert quantized_model.cached_path(SHIPPED, tmp_path) != seven
+
+
 def test_the_prepared_float_graph_computes_what_the_shipped_one_does(tmp_path):
     # The smoothing factors are powers of two and the float channels are added back, so
     # before quantisation the rewritten graph gives the shipped vectors (to the rounding
