@@ -95,8 +95,8 @@ def enabled() -> bool:
 def fast_form_chosen() -> bool:
     """True when ``POWERCONTEXT_EMBEDDING_FORM`` is ``int8``: the default model then runs
     in its derived int8 form (``powercontext.quantized_model``), about twice as fast in
-    half the memory, at about 1.5 points of LoCoMo recall (docs/relevance.md). The
-    shipped form is the default: recall first."""
+    half the memory, its vectors within cosine 0.996 of the shipped form's
+    (docs/relevance.md). The shipped form is the default."""
     return os.environ.get("POWERCONTEXT_EMBEDDING_FORM", "").strip().lower() == FAST_FORM
 
 
@@ -213,7 +213,7 @@ class Embedder:
         self._output_name: str = hidden.name
         self.dimension: int = int(hidden.shape[-1])
         self.model_path = model_path
-        self._batch = 1 if derived else BATCH_SIZE
+        self._batch = BATCH_SIZE
         self.identity: str = identity_for(model_path, vocabulary_path, package_version)
         self.load = LoadReport(seconds=time.perf_counter() - started, threads=self.threads)
 
@@ -225,12 +225,11 @@ class Embedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` in their order: float32, shape ``(len(texts), dimension)``.
 
-        The shipped form runs texts of similar length together (batches of
-        :data:`BATCH_SIZE`: padding costs little, and a text's vector is its vector alone
-        to float rounding); the int8 form runs each text on its own, because it scales
-        its activations per call: in a batch a text's vector would depend on its
-        neighbours (cosine 0.976-0.99 to its vector alone, measured), and an entry
-        rebuilt would not get the vector it was written with."""
+        Texts of similar length run together (batches of :data:`BATCH_SIZE`: padding
+        costs little), and a text's vector is its vector alone: the shipped form's to
+        float rounding, the int8 form's exactly (its activation ranges are fixed, not
+        taken from each call), so an entry rebuilt in a batch gets the vector it was
+        written with."""
         numpy = self._np
         vectors: np.ndarray = numpy.empty((len(texts), self.dimension), dtype=numpy.float32)
         if not texts:

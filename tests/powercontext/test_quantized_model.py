@@ -22,7 +22,7 @@ TEXTS = [
 ]
 # Texts of both kinds the channel sees (code work, chat), none from the calibration file.
 # The recipe before the smoothing gave each of them cosine 0.992-0.9955 to the shipped
-# form's vector; this one 0.9977-0.9992.
+# form's vector; this one 0.9985 at worst (0.9973 with 7-bit weights).
 CLOSE_TEXTS = [
     *TEXTS,
     "invoice",
@@ -108,7 +108,7 @@ def test_where_products_can_saturate_the_weights_have_7_bits(monkeypatch, tmp_pa
         assert values.max() <= 64
     fast = embeddings.Embedder(seven).embed_documents(CLOSE_TEXTS)
     shipped = embeddings.Embedder(SHIPPED).embed_documents(CLOSE_TEXTS)
-    assert np.sum(fast * shipped, axis=1).min() > 0.996  # 0.9968-0.999 measured
+    assert np.sum(fast * shipped, axis=1).min() > 0.996  # 0.9973 at worst measured
     monkeypatch.setattr(quantized_model, "products_can_saturate", lambda: False)
     assert quantized_model.cached_path(SHIPPED, tmp_path) != seven
 
@@ -274,13 +274,28 @@ def test_work_left_by_a_killed_derivation_is_swept_once_abandoned(tmp_path, deri
     assert recent.exists()  # maybe another process's derivation in progress
 
 
-def test_the_int8_form_gives_a_text_its_vector_alone_in_any_batch(monkeypatch, derived):
-    # Its activations are scaled per call: batched, a text's vector would follow its
-    # neighbours, and an entry rebuilt in a batch would not get the vector it was written
-    # with alone.
+def test_the_int8_form_runs_batches_and_gives_a_text_its_vector_alone(monkeypatch, derived):
+    # Its activation ranges are fixed when it is derived: with per-call ranges a text's
+    # vector followed its batch neighbours (cosine 0.976-0.99 to its vector alone), so it
+    # had to run texts one by one. Now a rebuild runs batches and an entry still gets
+    # exactly the vector it was written with.
     monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(derived.parent))
     monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
     model = embeddings.Embedder()
-    alone = np.stack([model.embed_query(text) for text in TEXTS])
-    assert np.array_equal(model.embed_documents(TEXTS), alone)
-    assert np.array_equal(model.embed_documents(list(reversed(TEXTS)))[::-1], alone)
+    texts = [
+        "where is the billing service deployed?",
+        "Why is the nightly export slow?",
+        "How many pets does she have?",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAA",  # an odd neighbour with its own range
+        "retry the payment webhook with exponential backoff",
+        "What did Melanie paint last summer?",
+    ]
+    runs: list[int] = []
+    run = model._run
+    monkeypatch.setattr(model, "_run", lambda ids: runs.append(len(ids)) or run(ids))
+    batched = model.embed_documents(texts)
+    assert max(runs) > 1
+    alone = np.stack([model.embed_query(text) for text in texts])
+    assert np.array_equal(batched, alone)
+    assert np.array_equal(model.embed_documents(texts[::-1])[::-1], alone)
+    assert np.array_equal(model.embed_documents(TEXTS + texts)[len(TEXTS) :], alone)
