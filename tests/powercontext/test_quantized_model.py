@@ -182,17 +182,33 @@ def test_the_cache_name_follows_the_shipped_file_the_runtime_and_the_recipe(
     assert quantized_model.cached_path(SHIPPED, derived.parent) != derived
 
 
-def test_the_default_model_runs_the_shipped_form_unless_int8_is_chosen(monkeypatch, derived):
+def test_the_default_model_runs_the_int8_form_unless_shipped_is_chosen(monkeypatch, derived):
     monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(derived.parent))
     monkeypatch.delenv("POWERCONTEXT_EMBEDDING_FORM", raising=False)
-    assert embeddings.Embedder().model_path == SHIPPED
-    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "shipped")
-    assert embeddings.Embedder().model_path == SHIPPED
-    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", " INT8 ")
     model = embeddings.Embedder()
     assert model.model_path == derived
     assert model.identity == embeddings.identity_for(derived, embeddings.VOCABULARY, "1.0.0")
     assert model.identity != embeddings.identity_for(SHIPPED, embeddings.VOCABULARY, "1.0.0")
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", " INT8 ")
+    assert embeddings.Embedder().model_path == derived
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", " Shipped ")
+    assert embeddings.Embedder().model_path == SHIPPED
+
+
+def test_a_default_form_that_cannot_be_derived_runs_the_shipped_form_and_says_so(
+    monkeypatch, tmp_path, caplog
+):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(blocker / "models"))
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDING_FORM", raising=False)
+    with caplog.at_level("WARNING", logger="powercontext.embeddings"):
+        model = embeddings.Embedder()
+    assert model.model_path == SHIPPED
+    assert model.identity == embeddings.identity_for(SHIPPED, embeddings.VOCABULARY, "1.0.0")
+    assert model.embed_query("postgres").shape == (384,)
+    assert "POWERCONTEXT_MODEL_CACHE" in caplog.text
+    assert "as shipped" in caplog.text
 
 
 def test_the_cache_defaults_to_the_users_cache_directory(monkeypatch, tmp_path):
