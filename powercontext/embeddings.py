@@ -63,9 +63,9 @@ PADDING_EXTRA: Final = 8
 # as its package ships it.
 FAST_FORM: Final = "int8"
 SHIPPED_FORM: Final = "shipped"
-# ONNX Runtime's intra-op threads. Two was the fastest per query on the 2-core machine
-# measured (bench/embedding_models.py); more threads than cores only contend with the
-# server's own threads.
+# Threads the model runs on: the shipped form's ONNX Runtime intra-op threads, the int8
+# form's texts embedded side by side. Two was the fastest on the 2-core machine measured
+# (bench/embedding_models.py); more threads than cores only contend with the server's own.
 DEFAULT_THREADS: Final = 2
 
 _INSTALL_HINT: Final = (
@@ -200,7 +200,12 @@ class Embedder:
         self._tokenizer = tokenizer
 
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        # The int8 form runs one text a call, each call on the thread that makes it, the
+        # calls side by side (embed_documents): a pool of intra-op threads splitting one
+        # short text's small products waits on itself more than it works. A prompt of
+        # 600 bytes in 8 segments, 2 cores: 11-12 ms so, 17 ms with two intra-op threads
+        # under each of two side-by-side calls; one 60-token text: 6.7 against 7.2 ms.
+        options.intra_op_num_threads = 1 if derived else self.threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Without the arena a batch's buffers go back to the system after the call
@@ -236,6 +241,8 @@ class Embedder:
         # The int8 form runs one text a call, calls side by side (embed_documents): its
         # vectors are the same in a batch, but batches were no faster for it.
         self._batch = 1 if derived else BATCH_SIZE
+        self._side_by_side: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self.identity: str = identity_for(model_path, vocabulary_path, package_version)
         self.load = LoadReport(seconds=time.perf_counter() - started, threads=self.threads)
 
@@ -252,27 +259,34 @@ class Embedder:
         to float rounding). The int8 form's vector for a text is exactly the same alone or
         in any batch (its activation ranges are fixed when it is derived), but batches
         made it no faster (70-100 texts per CPU-second either way), so it runs one text a
-        call, the calls side by side on the session's threads."""
+        call, each on one thread, :attr:`threads` calls side by side."""
         numpy = self._np
         vectors: np.ndarray = numpy.empty((len(texts), self.dimension), dtype=numpy.float32)
         if not texts:
             return vectors
         encodings = self._tokenizer.encode_batch(list(texts))
         if self._batch == 1 and len(texts) > 1 and self.threads > 1:
-            # One text a call keeps most of a call's work in one thread: the intra-op
-            # threads share little of a short text. So the texts run side by side, a
-            # call per thread on the one session (ONNX Runtime runs concurrent calls):
-            # 366-408 against 220-250 texts/s, measured on the 2-core machine.
-            with ThreadPoolExecutor(self.threads, thread_name_prefix="embed") as pool:
-                alone = pool.map(lambda encoding: self._run([encoding.ids])[0], encodings)
-                for index, vector in enumerate(alone):
-                    vectors[index] = vector
+            # Longest first, each thread taking the next text when it is done with one:
+            # the threads finish close together (a prompt's segments range from 5 to 200
+            # tokens). Each text's vector is exactly its vector alone.
+            order = sorted(range(len(texts)), key=lambda index: -len(encodings[index].ids))
+            alone = self._pool().map(lambda index: self._run([encodings[index].ids])[0], order)
+            for index, vector in zip(order, alone, strict=True):
+                vectors[index] = vector
             return vectors
         order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
         for chunk in self._batches([len(encodings[index].ids) for index in order]):
             indexes = [order[position] for position in chunk]
             vectors[indexes] = self._run([encodings[index].ids for index in indexes])
         return vectors
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """The threads the int8 form's calls run on side by side, started at the first
+        call that needs them and kept (not started again for every prompt)."""
+        with self._pool_lock:
+            if self._side_by_side is None:
+                self._side_by_side = ThreadPoolExecutor(self.threads, thread_name_prefix="embed")
+            return self._side_by_side
 
     def _batches(self, lengths: list[int]) -> list[range]:
         """Consecutive positions of ``lengths`` (sorted) run together: at most

@@ -211,3 +211,24 @@ def test_the_int8_form_runs_texts_side_by_side_each_as_alone(int8_model, monkeyp
     together = int8_model.embed_documents(texts)
     assert np.array_equal(together, alone)
     assert len(callers) == 2
+
+
+def test_the_int8_form_runs_each_call_on_one_thread_longest_text_first(int8_model, monkeypatch):
+    """Each call on the thread that makes it (intra-op threads splitting a short text's
+    small products wait more than they work), the longest texts started first so that the
+    side-by-side calls end together; the vectors come back in the texts' order."""
+    assert int8_model._session.get_session_options().intra_op_num_threads == 1
+    texts = ["short", "a medium text about the billing worker", "long " * 60, "tiny", "x " * 30]
+    alone = np.stack([int8_model.embed_query(text) for text in texts])
+    started = []
+    lock = threading.Lock()
+    run = int8_model._run
+
+    def recording(ids):
+        with lock:
+            started.append(len(ids[0]))
+        return run(ids)
+
+    monkeypatch.setattr(int8_model, "_run", recording)
+    assert np.array_equal(int8_model.embed_documents(texts), alone)
+    assert sorted(started[:2], reverse=True) == sorted(started, reverse=True)[:2]
