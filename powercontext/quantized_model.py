@@ -30,7 +30,9 @@ values get a handful of levels. Before quantising, the derivation therefore
 and after quantising fixes each product's activation range to the one the calibration
 sentences reach (:func:`fix_activation_ranges`), so that a text's vector does not depend
 on the texts batched with it. Against the shipped form's vectors, over 1,092 texts of the
-dev sets: cosine 0.9963 at worst, 0.9990 at the median (0.9839 and 0.9938 before).
+dev sets: cosine 0.9963 at worst, 0.9990 at the median (0.9839 and 0.9938 before). Last,
+it rewrites the graph into ONNX Runtime's fused kernels (``powercontext.model_fusion``:
+the same values in fewer passes), kept only when its vectors match (:func:`fused`).
 
 The derivation is deterministic, takes a few seconds, and is cached: one file per
 shipped model, ONNX Runtime version, recipe and calibration text, in the user's cache
@@ -60,7 +62,7 @@ log = logging.getLogger(__name__)
 # recipe is never taken for the new one.
 RECIPE: Final = (
     "ort-basic-fold+smooth-0.5-pow2+ffn-out-8-float+embeddings-as-shipped"
-    "+int8-per-channel-matmul+calibrated-activation-ranges/3"
+    "+int8-per-channel-matmul+calibrated-activation-ranges+fused-kernels/4"
 )
 # The sentences whose activations set the smoothing factors and the float channels:
 # written for this purpose (code, chat, logs, a wrapped prompt), not taken from any data
@@ -80,6 +82,14 @@ WIDE_PRODUCT_FLAGS: Final = frozenset({"avx512_vnni", "avx_vnni"})
 CPU_INFORMATION: Final = Path("/proc/cpuinfo")
 FLOAT32: Final = 1  # onnx.TensorProto.FLOAT, without importing onnx at import time
 
+
+# all-MiniLM-L6-v2's attention heads (model_fusion's MultiHeadAttention needs the number).
+ATTENTION_HEADS: Final = 12
+# The fused graph is kept only if its vectors are this close to the unfused one's on every
+# calibration sentence (it computes the same values: float rounding apart, 1.0000000).
+FUSED_COSINE: Final = 0.99999
+# The operators of an int8 matrix product, unfused and fused.
+INT8_PRODUCTS: Final = frozenset({"MatMulInteger", "MatMulIntegerToFloat"})
 
 # A derivation takes seconds; its work directory this much older was abandoned.
 ABANDONED_AFTER_SECONDS: Final = 3600
@@ -220,6 +230,7 @@ def derive(source: Path, target: Path) -> None:
             )
             model = onnx.load(str(dynamic))
             fix_activation_ranges(model)
+            model = fused(model)
             onnx.save(model, str(written))
             kinds = {node.op_type for node in model.graph.node}
         except OSError:
@@ -230,7 +241,7 @@ def derive(source: Path, target: Path) -> None:
             raise DerivationFailed(f"cannot derive the int8 form of {source}: {exc}") from exc
         # The pre-processing logs its failures instead of raising them; unfolded weights
         # would leave the matrix products in float32, as slow as the shipped file.
-        if "MatMulInteger" not in kinds or "DynamicQuantizeLinear" in kinds:
+        if not kinds & INT8_PRODUCTS or "DynamicQuantizeLinear" in kinds:
             raise DerivationFailed(
                 f"quantising {source} left no int8 matrix product with a fixed range"
             )
@@ -238,6 +249,84 @@ def derive(source: Path, target: Path) -> None:
             os.fsync(file.fileno())
         os.replace(written, target)
     log.info("derived the embedding model's int8 form: %s", target)
+
+
+def fused(model: Any) -> Any:
+    """``model`` rewritten into ONNX Runtime's fused kernels (``model_fusion``) when its
+    vectors then stay those of ``model`` on every calibration sentence, alone and in a
+    padded batch; else ``model`` as it is, with a warning (slower, never different)."""
+    from powercontext import model_fusion
+
+    candidate = type(model)()
+    candidate.CopyFrom(model)
+    done = model_fusion.fuse(candidate, heads=ATTENTION_HEADS)
+    worst = _worst_cosine(model, candidate)
+    if worst < FUSED_COSINE:
+        log.warning("the fused embedding graph's vectors differ (cosine %.6f): kept unfused", worst)
+        return model
+    log.info("fused the embedding graph: %s", done)
+    return candidate
+
+
+def _worst_cosine(model: Any, other: Any) -> float:
+    """The least cosine between the two graphs' mean-pooled vectors over the calibration
+    sentences, each alone and all in one padded batch."""
+    import numpy
+
+    texts = [line for line in CALIBRATION.read_text(encoding="utf-8").splitlines() if line.strip()]
+    tokenizer = _tokenizer()
+    ids = [tokenizer.encode(text).ids for text in texts]
+    vectors = []
+    for graph in (model, other):
+        session = _session(graph)
+        alone = [_pooled(session, [row]) for row in ids]
+        vectors.append(numpy.vstack([*alone, _pooled(session, ids)]))
+    return float(numpy.sum(vectors[0] * vectors[1], axis=1).min())
+
+
+def _pooled(session: Any, ids: list[list[int]]) -> Any:
+    import numpy
+
+    width = max(len(row) for row in ids)
+    tokens = numpy.zeros((len(ids), width), dtype=numpy.int64)
+    mask = numpy.zeros_like(tokens)
+    for number, row in enumerate(ids):
+        tokens[number, : len(row)], mask[number, : len(row)] = row, 1
+    feeds = {"input_ids": tokens, "attention_mask": mask}
+    if "token_type_ids" in {item.name for item in session.get_inputs()}:
+        feeds["token_type_ids"] = numpy.zeros_like(tokens)
+    hidden = session.run(None, feeds)[0]
+    pooled = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+    return pooled / numpy.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def _session(model: Any) -> Any:
+    """An ONNX Runtime session of ``model`` on one thread (the same sums every run)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(
+        model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _tokenizer() -> Any:
+    """Tokenising as ``embeddings.Embedder`` does (a text's activations depend on it)."""
+    from tokenizers import BertWordPieceTokenizer
+
+    from powercontext import embeddings
+
+    tokenizer = BertWordPieceTokenizer(
+        str(embeddings.VOCABULARY),
+        lowercase=True,
+        clean_text=True,
+        handle_chinese_chars=True,
+        strip_accents=None,
+    )
+    tokenizer.enable_truncation(max_length=embeddings.MAX_TOKENS)
+    return tokenizer
 
 
 def fix_activation_ranges(model: Any) -> None:
@@ -439,11 +528,7 @@ def _calibrated_ranges(model: Any, tensors: list[str]) -> dict[str, tuple[Any, A
     """Each channel's smallest and largest value in ``tensors`` over the calibration
     sentences, each run alone through ``model`` (one thread: the same sums every run)."""
     import numpy
-    import onnxruntime
     from onnx import TensorProto, helper
-    from tokenizers import BertWordPieceTokenizer
-
-    from powercontext import embeddings
 
     probe = type(model)()
     probe.CopyFrom(model)
@@ -453,22 +538,9 @@ def _calibrated_ranges(model: Any, tensors: list[str]) -> dict[str, tuple[Any, A
         for name in tensors
         if name not in present
     )
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(
-        probe.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
-    )
+    session = _session(probe)
     del probe
-    # Tokenised as embeddings.Embedder tokenises (a text's activations depend on it).
-    tokenizer = BertWordPieceTokenizer(
-        str(embeddings.VOCABULARY),
-        lowercase=True,
-        clean_text=True,
-        handle_chinese_chars=True,
-        strip_accents=None,
-    )
-    tokenizer.enable_truncation(max_length=embeddings.MAX_TOKENS)
+    tokenizer = _tokenizer()
     inputs = {item.name for item in session.get_inputs()}
     ranges: dict[str, tuple[Any, Any]] = {}
     for line in CALIBRATION.read_text(encoding="utf-8").splitlines():

@@ -50,8 +50,9 @@ def test_the_int8_form_runs_int8_matrix_products(derived):
     shipped_kinds = {node.op_type for node in onnx.load(str(SHIPPED)).graph.node}
     # The shipped graph multiplies float32 matrices (its int8 weights are cast back);
     # every linear layer of the derived one is an int8 product.
-    assert "MatMulInteger" not in shipped_kinds
-    assert kinds.count("MatMulInteger") >= 36  # 6 layers x (q, k, v, out, 2 feed-forward)
+    assert not quantized_model.INT8_PRODUCTS & shipped_kinds
+    # 6 layers x (q, k, v, out, 2 feed-forward), fused with their scales.
+    assert kinds.count("MatMulIntegerToFloat") >= 36
 
 
 def test_the_int8_form_gives_the_shipped_models_vectors(derived):
@@ -100,7 +101,7 @@ def test_where_products_can_saturate_the_weights_have_7_bits(monkeypatch, tmp_pa
     seven = quantized_model.quantized(SHIPPED, tmp_path)
     graph = onnx.load(str(seven)).graph
     stored = {item.name: item for item in graph.initializer}
-    products = [node for node in graph.node if node.op_type == "MatMulInteger"]
+    products = [node for node in graph.node if node.op_type in quantized_model.INT8_PRODUCTS]
     assert len(products) >= 36
     for node in products:
         values = onnx.numpy_helper.to_array(stored[node.input[1]]).astype(int)
@@ -309,3 +310,50 @@ def test_the_int8_form_gives_a_text_the_same_vector_in_any_batch(monkeypatch, de
     assert np.array_equal(model._run(ids[::-1])[::-1], alone)
     assert np.array_equal(model._run(ids[2:4]), alone[2:4])
     assert np.array_equal(model.embed_documents(texts), alone)
+
+
+def _unfused(derived_path: Path, tmp_path: Path, monkeypatch) -> Path:
+    """The same derivation with the fused kernels left out."""
+    monkeypatch.setattr(quantized_model, "fused", lambda model: model)
+    monkeypatch.setattr(quantized_model, "RECIPE", quantized_model.RECIPE + "-unfused")
+    return quantized_model.quantized(SHIPPED, tmp_path)
+
+
+def test_the_fused_kernels_give_the_unfused_graphs_vectors(derived, tmp_path, monkeypatch):
+    """Each attention one MultiHeadAttention, each int8 product one MatMulIntegerToFloat,
+    no NaN guard and no float-channel mask left: the same vectors, to float rounding,
+    alone and in a padded batch."""
+    kinds = [node.op_type for node in onnx.load(str(derived)).graph.node]
+    assert kinds.count("MultiHeadAttention") == 6
+    assert "IsNaN" not in kinds
+    assert "MatMulInteger" not in kinds
+    unfused = _unfused(derived, tmp_path, monkeypatch)
+    assert "MultiHeadAttention" not in {n.op_type for n in onnx.load(str(unfused)).graph.node}
+    fast = embeddings.Embedder(derived)
+    slow = embeddings.Embedder(unfused)
+    texts = [*CLOSE_TEXTS, "x", "🙂", "a long log line " * 40]
+    assert np.sum(fast.embed_documents(texts) * slow.embed_documents(texts), axis=1).min() > (
+        quantized_model.FUSED_COSINE
+    )
+    batch = [fast._tokenizer.encode(text).ids for text in texts]
+    assert np.allclose(fast._run(batch), slow._run(batch), atol=1e-5)
+
+
+def test_a_fusion_that_changes_the_vectors_is_not_kept(monkeypatch, caplog, tmp_path):
+    """A rewrite that computed something else (here: attention split into the wrong
+    number of heads) is caught by the comparison, and the graph is kept unfused."""
+    from onnxruntime.quantization import quant_pre_process
+
+    folded = tmp_path / "folded.onnx"
+    quant_pre_process(str(SHIPPED), str(folded), skip_symbolic_shape=True)
+    model = onnx.load(str(folded))
+    monkeypatch.setattr(quantized_model, "ATTENTION_HEADS", 6)
+    with caplog.at_level("WARNING"):
+        kept = quantized_model.fused(model)
+    assert kept is model
+    assert "MultiHeadAttention" not in {node.op_type for node in kept.graph.node}
+    assert "kept unfused" in caplog.text
+    monkeypatch.setattr(quantized_model, "ATTENTION_HEADS", 12)
+    assert "MultiHeadAttention" in {
+        node.op_type for node in quantized_model.fused(model).graph.node
+    }
