@@ -174,16 +174,7 @@ class Embedder:
                 raise EmbeddingModelMissing(f"{path} is missing: {_INSTALL_HINT}")
         shipped = model_path
         if derived:
-            try:
-                model_path = _fast_form(shipped)
-            except EmbeddingModelUnprepared as exc:
-                if _form() == FAST_FORM:
-                    raise  # asked for by name: the reason, not another form
-                # The default form cannot be derived here (a full or read-only cache):
-                # the shipped form still embeds, under its own identity, so its vectors
-                # are never mixed with the int8 form's.
-                log.warning("%s; running the embedding model as shipped (slower)", exc)
-                derived = False
+            model_path, derived = _derived_or_shipped(shipped)
 
         self._np = numpy
         self.threads = threads or _threads()
@@ -199,38 +190,17 @@ class Embedder:
         tokenizer.enable_truncation(max_length=max_tokens)
         self._tokenizer = tokenizer
 
-        options = onnxruntime.SessionOptions()
-        # The int8 form runs one text a call, each call on the thread that makes it, the
-        # calls side by side (embed_documents): a pool of intra-op threads splitting one
-        # short text's small products waits on itself more than it works. A prompt of
-        # 600 bytes in 8 segments, 2 cores: 11-12 ms so, 17 ms with two intra-op threads
-        # under each of two side-by-side calls; one 60-token text: 6.7 against 7.2 ms.
-        options.intra_op_num_threads = 1 if derived else self.threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Without the arena a batch's buffers go back to the system after the call
-        # instead of staying reserved at the largest batch seen (465 MB against 144 MB
-        # resident after indexing, measured), at no measurable cost per query.
-        options.enable_cpu_mem_arena = False
-        # Idle intra-op threads sleep instead of spinning: a spinning pool fights the
-        # server's other threads for the cores. On the 2-core machine under load, a
-        # 600-byte query took 330-515 ms spinning and 47-51 ms not (two threads).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
         try:
-            self._session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            self._session = _session(onnxruntime, model_path, derived, self.threads)
         except Exception:  # onnxruntime raises its own types for a damaged file
             if not derived:
                 raise
             # A cached derived file damaged after it was written (it is only ever renamed
-            # into place whole): derive it again once.
+            # into place whole): derive it again once, or run the shipped form as when
+            # it cannot be derived at all (the disk filled up meanwhile).
             model_path.unlink(missing_ok=True)
-            model_path = _fast_form(shipped)
-            self._session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            model_path, derived = _derived_or_shipped(shipped)
+            self._session = _session(onnxruntime, model_path, derived, self.threads)
         self._input_names = {item.name for item in self._session.get_inputs()}
         # The token states (batch, tokens, dimension): "last_hidden_state" in this export,
         # the first three-dimensional output in others.
@@ -321,6 +291,46 @@ class Embedder:
         norms = numpy.linalg.norm(pooled, axis=1, keepdims=True)
         result: np.ndarray = (pooled / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
         return result
+
+
+def _session(onnxruntime: Any, model_path: Path, derived: bool, threads: int) -> Any:
+    """An ONNX Runtime session of the model file on the CPU."""
+    options = onnxruntime.SessionOptions()
+    # The int8 form runs one text a call, each call on the thread that makes it, the
+    # calls side by side (embed_documents): a pool of intra-op threads splitting one
+    # short text's small products waits on itself more than it works. A prompt of
+    # 600 bytes in 8 segments, 2 cores: 11-12 ms so, 17 ms with two intra-op threads
+    # under each of two side-by-side calls; one 60-token text: 6.7 against 7.2 ms.
+    options.intra_op_num_threads = 1 if derived else threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Without the arena a batch's buffers go back to the system after the call
+    # instead of staying reserved at the largest batch seen (465 MB against 144 MB
+    # resident after indexing, measured), at no measurable cost per query.
+    options.enable_cpu_mem_arena = False
+    # Idle intra-op threads sleep instead of spinning: a spinning pool fights the
+    # server's other threads for the cores. On the 2-core machine under load, a
+    # 600-byte query took 330-515 ms spinning and 47-51 ms not (two threads).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(
+        str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _derived_or_shipped(shipped: Path) -> tuple[Path, bool]:
+    """The int8 form of ``shipped`` (derived now if need be) and True; or, when it cannot
+    be derived here (a full or read-only cache), ``shipped`` itself and False, with a
+    warning, unless ``POWERCONTEXT_EMBEDDING_FORM=int8`` asked for that form by name."""
+    try:
+        return _fast_form(shipped), True
+    except EmbeddingModelUnprepared as exc:
+        if _form() == FAST_FORM:
+            raise  # asked for by name: the reason, not another form
+        # The shipped form still embeds, under its own identity, so its vectors are never
+        # mixed with the int8 form's.
+        log.warning("%s; running the embedding model as shipped (slower)", exc)
+        return shipped, False
 
 
 def _fast_form(shipped: Path) -> Path:

@@ -357,3 +357,33 @@ def test_a_fusion_that_changes_the_vectors_is_not_kept(monkeypatch, caplog, tmp_
     assert "MultiHeadAttention" in {
         node.op_type for node in quantized_model.fused(model).graph.node
     }
+
+
+def test_a_damaged_cached_form_that_cannot_be_derived_again_runs_the_shipped_form(
+    monkeypatch, tmp_path, derived, caplog
+):
+    """The disk filled up after the damage: the default form runs as shipped, with the
+    reason, instead of failing; asked for by name, the int8 form is still refused."""
+    import errno
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    damaged = quantized_model.cached_path(SHIPPED, cache)
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(cache))
+
+    def full_disk(source, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(quantized_model, "derive", full_disk)
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDING_FORM", raising=False)
+    damaged.write_bytes(derived.read_bytes()[: 1 << 20])
+    with caplog.at_level("WARNING", logger="powercontext.embeddings"):
+        model = embeddings.Embedder()
+    assert model.model_path == SHIPPED
+    assert model.identity == embeddings.identity_for(SHIPPED, embeddings.VOCABULARY, "1.0.0")
+    assert model.embed_documents(["postgres", "billing"]).shape == (2, 384)
+    assert "No space left" in caplog.text
+    damaged.write_bytes(derived.read_bytes()[: 1 << 20])
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
+    with pytest.raises(embeddings.EmbeddingModelUnprepared, match="No space left"):
+        embeddings.Embedder()
