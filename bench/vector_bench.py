@@ -8,7 +8,8 @@ For each size, a fresh database holds that many active Memory entries in one sco
 (bench/corpus.py texts, written straight into the versions and the projection: the write
 path is not what is measured here) with one vector each. The vectors are random unit
 vectors, which cost the index exactly what real ones do; the queries are real prompts
-(bench/prompts/prepare_prompts.json) embedded by the model beforehand, so the figure is
+(bench/prompts/prepare_prompts.json, or ``--prompts``: a coding-memory project's prompts as
+users typed them) embedded by the model beforehand, so the figure is
 ``vector_match`` alone (nearest vectors, the join to the rows in the snapshot, the
 version check), p50 and p95 over ``--queries`` queries. Then ``--rebuild`` entries lose
 their vector and ``vectors.rebuild`` re-embeds them with the real model from their real
@@ -23,6 +24,7 @@ under 30 ms at 100k (prepare hybrid <= 60 ms), rebuild >= 200 entries/s.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -140,20 +142,33 @@ def seed(entries: int) -> float:
     return time.perf_counter() - started
 
 
+def load_prompts(pattern: str | None) -> list[str]:
+    """The prompts to prepare: bench/prompts/prepare_prompts.json by default, or those of
+    the files ``pattern`` matches, each either of its form (``{"prompts": [text, ...]}``)
+    or a coding-memory project's (``{"prompts": [{"prompt": text, ...}, ...]}``)."""
+    files = sorted(glob.glob(pattern)) if pattern else [str(PROMPTS)]
+    if not files:
+        raise SystemExit(f"no prompt file matches {pattern}")
+    prompts = []
+    for name in files:
+        for item in json.loads(Path(name).read_text(encoding="utf-8"))["prompts"]:
+            prompts.append(item["prompt"] if isinstance(item, dict) else item)
+    return prompts
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def time_matches(queries: int, limit: int) -> tuple[float, float, int]:
+def time_matches(texts: list[str], limit: int) -> tuple[float, float, int]:
     from memory.search_index import MEMORY_INDEX
     from powercontext import embeddings
     from powercontext.search import vectors
     from powercontext.snapshot import read_snapshot
 
-    texts = json.loads(PROMPTS.read_text(encoding="utf-8"))["prompts"]
     model = embeddings.embedder()
-    query_vectors = [model.embed_query(text) for text in texts[:queries]]
+    query_vectors = [model.embed_query(text) for text in texts]
     seconds, found = [], 0
     for _ in range(2):  # the first round warms the caches
         seconds = []
@@ -168,7 +183,7 @@ def time_matches(queries: int, limit: int) -> tuple[float, float, int]:
     return statistics.median(seconds) * 1000, percentile(seconds, 0.95) * 1000, found
 
 
-def time_prepare_split(queries: int) -> dict[str, float]:
+def time_prepare_split(texts: list[str]) -> dict[str, float]:
     """p50 ms of each part of a hybrid prepare, and of the whole operation (in process)."""
     from contextpack.application import prepare_context
     from contextpack.builder import MEMORY_WINDOW
@@ -180,7 +195,6 @@ def time_prepare_split(queries: int) -> dict[str, float]:
     from powercontext.search.ranking import query_segments, semantic_segments
     from powercontext.snapshot import read_snapshot
 
-    texts = json.loads(PROMPTS.read_text(encoding="utf-8"))["prompts"][:queries]
     parts: dict[str, list[float]] = {
         "embedding": [],
         "lexical": [],
@@ -275,7 +289,12 @@ def create_database(url: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--queries", type=int, default=30, help="prompts, the first N")
+    parser.add_argument(
+        "--prompts",
+        help="prompt files (glob; default bench/prompts/prepare_prompts.json); a "
+        "coding-memory project file's prompts are read too",
+    )
     parser.add_argument("--limit", type=int, default=50, help="hits asked for (prepare: 50)")
     parser.add_argument("--rebuild", type=int, default=1000, help="entries to re-embed")
     parser.add_argument("--seekdb", action="store_true", help="run on a new embedded seekdb")
@@ -284,6 +303,7 @@ def main() -> None:
     options = parser.parse_args()
     sizes = [1000] if options.ci else [int(size) for size in options.sizes.split(",")]
     rebuild_count = 200 if options.ci else options.rebuild
+    prompts = load_prompts(options.prompts)[: options.queries]
 
     server = None
     url = options.database_url
@@ -307,19 +327,19 @@ def main() -> None:
                     import cProfile
 
                     cProfile.runctx(
-                        "time_matches(options.queries, options.limit)",
+                        "time_matches(prompts, options.limit)",
                         globals(),
                         locals(),
                         sort="cumulative",
                     )
-                p50, p95, found = time_matches(options.queries, options.limit)
+                p50, p95, found = time_matches(prompts, options.limit)
                 print(
                     f"vector_match {size:>7,} entries, one scope: p50 {p50:6.1f} ms, "
                     f"p95 {p95:6.1f} ms ({found} hits of {options.limit}; seeded in "
                     f"{seeded:.0f} s)",
                     flush=True,
                 )
-                split = time_prepare_split(options.queries)
+                split = time_prepare_split(prompts)
                 print(
                     f"prepare    {size:>7,} entries, hybrid, p50 ms: "
                     + ", ".join(f"{name} {value:.1f}" for name, value in split.items())
