@@ -194,29 +194,36 @@ def int8_model():
         return embeddings.Embedder(threads=2)
 
 
-def test_the_int8_form_runs_texts_side_by_side_each_as_alone(int8_model, monkeypatch):
-    """One text a call (its activations are scaled per call), the calls on two threads at
-    once; each text still gets exactly its vector alone."""
+def test_the_int8_form_runs_tight_batches_side_by_side_each_text_as_alone(int8_model, monkeypatch):
+    """Texts within 4 tokens of a batch's shortest run together, 8 at most, the batches
+    on two threads at once; each text still gets exactly its vector alone."""
     texts = [f"entry {number}: the billing worker retries failed invoices" for number in range(12)]
+    texts += ["a much longer entry about the nightly export and its retries " * 3, "short"]
     alone = np.stack([int8_model.embed_query(text) for text in texts])
-    callers = set()
+    callers, sizes = set(), []
+    lock = threading.Lock()
     run = int8_model._run
 
     def recording(ids):
-        assert len(ids) == 1
-        callers.add(threading.get_ident())
+        with lock:
+            callers.add(threading.get_ident())
+            sizes.append(sorted(len(row) for row in ids))
         return run(ids)
 
     monkeypatch.setattr(int8_model, "_run", recording)
     together = int8_model.embed_documents(texts)
     assert np.array_equal(together, alone)
     assert len(callers) == 2
+    assert all(len(batch) <= embeddings.INT8_BATCH_SIZE for batch in sizes)
+    assert all(batch[-1] - batch[0] <= embeddings.INT8_PADDING_EXTRA for batch in sizes)
+    assert sorted(len(batch) for batch in sizes) == [1, 1, 4, 8]
 
 
-def test_the_int8_form_runs_each_call_on_one_thread_longest_text_first(int8_model, monkeypatch):
+def test_the_int8_form_runs_each_call_on_one_thread_most_work_first(int8_model, monkeypatch):
     """Each call on the thread that makes it (intra-op threads splitting a short text's
-    small products wait more than they work), the longest texts started first so that the
-    side-by-side calls end together; the vectors come back in the texts' order."""
+    small products wait more than they work), the batches with the most work started
+    first so that the side-by-side calls end together; the vectors come back in the
+    texts' order."""
     assert int8_model._session.get_session_options().intra_op_num_threads == 1
     texts = ["short", "a medium text about the billing worker", "long " * 60, "tiny", "x " * 30]
     alone = np.stack([int8_model.embed_query(text) for text in texts])
