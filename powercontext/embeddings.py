@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -219,8 +219,8 @@ class Embedder:
         self._side_by_side_form = derived
         self._batch = INT8_BATCH_SIZE if derived else BATCH_SIZE
         self._padding = (1.0, INT8_PADDING_EXTRA) if derived else (PADDING_SLACK, PADDING_EXTRA)
-        self._side_by_side: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        self._helper_pool: ThreadPoolExecutor | None = None
+        self._helpers_lock = threading.Lock()
         self.identity: str = identity_for(model_path, vocabulary_path, package_version)
         self.load = LoadReport(seconds=time.perf_counter() - started, threads=self.threads)
 
@@ -257,20 +257,64 @@ class Embedder:
         if self._side_by_side_form and len(batches) > 1 and self.threads > 1:
             # A batch costs about its texts times its longest text.
             batches.sort(key=lambda batch: -len(batch) * len(encodings[batch[-1]].ids))
-            for batch, found in zip(batches, self._pool().map(run, batches), strict=True):
+            for batch, found in zip(batches, self._side_by_side(batches, run), strict=True):
                 vectors[batch] = found
             return vectors
         for batch in batches:
             vectors[batch] = run(batch)
         return vectors
 
-    def _pool(self) -> ThreadPoolExecutor:
-        """The threads the int8 form's calls run on side by side, started at the first
-        call that needs them and kept (not started again for every prompt)."""
-        with self._pool_lock:
-            if self._side_by_side is None:
-                self._side_by_side = ThreadPoolExecutor(self.threads, thread_name_prefix="embed")
-            return self._side_by_side
+    def _side_by_side(
+        self, batches: list[list[int]], run: Callable[[list[int]], np.ndarray]
+    ) -> list[np.ndarray]:
+        """``run`` of each batch, in their order: on this thread and on up to
+        ``threads - 1`` kept helper threads at once, each taking the next batch when it
+        is done with one.
+
+        This thread works too, and waits only for batches a helper has taken: a helper
+        busy with another call's batches (serve's catch-up embeds while it answers)
+        leaves this call's to this thread, so a prompt never queues behind a rebuild.
+        The helpers are kept: starting threads for each call cost a prompt 1.1 ms
+        (12.2 against 11.0, p50 of 60 prompts)."""
+        results: list[Any] = [None] * len(batches)
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+        taken, finished = [0], [0]
+        all_finished = threading.Event()
+
+        def work() -> None:
+            while True:
+                with lock:
+                    index = taken[0]
+                    if index == len(batches):
+                        return
+                    taken[0] += 1
+                try:
+                    results[index] = run(batches[index])
+                except BaseException as exc:  # raised on the calling thread below
+                    errors.append(exc)
+                with lock:
+                    finished[0] += 1
+                    if finished[0] == len(batches):
+                        all_finished.set()
+
+        helpers = self._helpers()
+        for _ in range(min(self.threads, len(batches)) - 1):
+            helpers.submit(work)
+        work()
+        all_finished.wait()
+        if errors:
+            raise errors[0]
+        return results
+
+    def _helpers(self) -> ThreadPoolExecutor:
+        """The kept helper threads of :meth:`_side_by_side`, started on first use."""
+        with self._helpers_lock:
+            if self._helper_pool is None:
+                self._helper_pool = ThreadPoolExecutor(
+                    max(1, self.threads - 1), thread_name_prefix="embed"
+                )
+            return self._helper_pool
 
     def _batches(self, lengths: list[int]) -> list[range]:
         """Consecutive positions of ``lengths`` (sorted) run together: at most

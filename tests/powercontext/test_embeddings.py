@@ -239,3 +239,41 @@ def test_the_int8_form_runs_each_call_on_one_thread_most_work_first(int8_model, 
     monkeypatch.setattr(int8_model, "_run", recording)
     assert np.array_equal(int8_model.embed_documents(texts), alone)
     assert sorted(started[:2], reverse=True) == sorted(started, reverse=True)[:2]
+
+
+def test_a_call_never_waits_behind_another_calls_batches(int8_model):
+    """The helper busy elsewhere (a rebuild's long call), a prompt's batches all run on
+    the calling thread instead of queueing for it."""
+    busy, release = threading.Event(), threading.Event()
+
+    def elsewhere():
+        busy.set()
+        release.wait(60)
+
+    # As many long tasks as there are threads: every helper taken.
+    blockers = [int8_model._helpers().submit(elsewhere) for _ in range(int8_model.threads)]
+    try:
+        assert busy.wait(10)
+        texts = ["short", "a medium text about the billing worker", "long " * 60, "x " * 30]
+        done = []
+        caller = threading.Thread(target=lambda: done.append(int8_model.embed_documents(texts)))
+        caller.start()
+        caller.join(30)
+        assert done, "the call waited for the busy helper"
+        alone = np.stack([int8_model.embed_query(text) for text in texts])
+        assert np.array_equal(done[0], alone)
+    finally:
+        release.set()
+        for blocker in blockers:
+            blocker.result(10)
+
+
+def test_a_failing_batch_raises_on_the_calling_thread(int8_model, monkeypatch):
+    def failing(ids):
+        if any(len(row) > 20 for row in ids):
+            raise RuntimeError("the model failed")
+        return np.zeros((len(ids), int8_model.dimension), dtype=np.float32)
+
+    monkeypatch.setattr(int8_model, "_run", failing)
+    with pytest.raises(RuntimeError, match="the model failed"):
+        int8_model.embed_documents(["short", "long " * 60, "x " * 30, "tiny"])
