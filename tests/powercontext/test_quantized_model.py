@@ -387,3 +387,16 @@ def test_a_damaged_cached_form_that_cannot_be_derived_again_runs_the_shipped_for
     monkeypatch.setenv("POWERCONTEXT_EMBEDDING_FORM", "int8")
     with pytest.raises(embeddings.EmbeddingModelUnprepared, match="No space left"):
         embeddings.Embedder()
+
+
+def test_a_fusion_that_fails_leaves_the_graph_unfused(monkeypatch, caplog):
+    from powercontext import model_fusion
+
+    def misread(model, *, heads):
+        raise ValueError("a graph of another export")
+
+    monkeypatch.setattr(model_fusion, "fuse", misread)
+    model = onnx.load(str(SHIPPED))
+    with caplog.at_level("WARNING"):
+        assert quantized_model.fused(model) is model
+    assert "another export" in caplog.text
