@@ -300,7 +300,10 @@ class Embedder:
 
         helpers = self._helpers()
         for _ in range(min(self.threads, len(batches)) - 1):
-            helpers.submit(work)
+            try:
+                helpers.submit(work)
+            except RuntimeError:  # the interpreter is exiting: this thread does it all
+                break
         work()
         all_finished.wait()
         if errors:
