@@ -312,7 +312,7 @@ def test_the_int8_form_gives_a_text_the_same_vector_in_any_batch(monkeypatch, de
     assert np.array_equal(model.embed_documents(texts), alone)
 
 
-def _unfused(derived_path: Path, tmp_path: Path, monkeypatch) -> Path:
+def _unfused(tmp_path: Path, monkeypatch) -> Path:
     """The same derivation with the fused kernels left out."""
     monkeypatch.setattr(quantized_model, "fused", lambda model: model)
     monkeypatch.setattr(quantized_model, "RECIPE", quantized_model.RECIPE + "-unfused")
@@ -327,7 +327,7 @@ def test_the_fused_kernels_give_the_unfused_graphs_vectors(derived, tmp_path, mo
     assert kinds.count("MultiHeadAttention") == 6
     assert "IsNaN" not in kinds
     assert "MatMulInteger" not in kinds
-    unfused = _unfused(derived, tmp_path, monkeypatch)
+    unfused = _unfused(tmp_path, monkeypatch)
     assert "MultiHeadAttention" not in {n.op_type for n in onnx.load(str(unfused)).graph.node}
     fast = embeddings.Embedder(derived)
     slow = embeddings.Embedder(unfused)
