@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -163,7 +163,7 @@ class Embedder:
         try:
             import numpy
             import onnxruntime
-            from tokenizers import BertWordPieceTokenizer
+            import tokenizers  # noqa: F401 - wordpiece() needs it: say so here
         except ImportError as exc:
             raise EmbeddingModelMissing(f"{exc}: {_INSTALL_HINT}") from exc
         derived = model_path is None and fast_form_chosen()
@@ -185,17 +185,7 @@ class Embedder:
 
         self._np = numpy
         self.threads = threads or _threads()
-        # BERT's uncased WordPiece, as the model's tokenizer.json configures it:
-        # lower-casing with accents stripped, CJK characters split, [CLS] ... [SEP].
-        tokenizer = BertWordPieceTokenizer(
-            str(vocabulary_path),
-            lowercase=True,
-            clean_text=True,
-            handle_chinese_chars=True,
-            strip_accents=None,
-        )
-        tokenizer.enable_truncation(max_length=max_tokens)
-        self._tokenizer = tokenizer
+        self._tokenizer = wordpiece(vocabulary_path, max_tokens)
 
         try:
             self._session = _session(onnxruntime, model_path, derived, self.threads)
@@ -334,23 +324,50 @@ class Embedder:
         return batches
 
     def _run(self, ids: list[list[int]]) -> np.ndarray:
-        numpy = self._np
-        width = max(len(row) for row in ids)
-        input_ids = numpy.zeros((len(ids), width), dtype=numpy.int64)
-        mask = numpy.zeros((len(ids), width), dtype=numpy.int64)
-        for row, tokens in enumerate(ids):
-            input_ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = numpy.zeros_like(input_ids)
-        (hidden,) = self._session.run([self._output_name], feeds)
-        # Mean pooling over the real tokens (sentence-transformers' pooling for this model).
-        weights = mask[:, :, None].astype(numpy.float32)
-        pooled = (hidden * weights).sum(axis=1) / numpy.maximum(weights.sum(axis=1), 1e-9)
-        norms = numpy.linalg.norm(pooled, axis=1, keepdims=True)
-        result: np.ndarray = (pooled / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
-        return result
+        return pooled_vectors(
+            self._session, ids, output_name=self._output_name, input_names=self._input_names
+        )
+
+
+def wordpiece(vocabulary_path: Path = VOCABULARY, max_tokens: int = MAX_TOKENS) -> Any:
+    """BERT's uncased WordPiece, as the model's tokenizer.json configures it: lower-casing
+    with accents stripped, CJK characters split, [CLS] ... [SEP], cut at ``max_tokens``."""
+    from tokenizers import BertWordPieceTokenizer
+
+    tokenizer = BertWordPieceTokenizer(
+        str(vocabulary_path),
+        lowercase=True,
+        clean_text=True,
+        handle_chinese_chars=True,
+        strip_accents=None,
+    )
+    tokenizer.enable_truncation(max_length=max_tokens)
+    return tokenizer
+
+
+def pooled_vectors(
+    session: Any, ids: list[list[int]], *, output_name: str, input_names: Collection[str]
+) -> np.ndarray:
+    """The texts' token ids (``ids``, padded to the longest) run through ``session``, each
+    mean-pooled over its real tokens (sentence-transformers' pooling for this model) and
+    L2-normalised: float32, one row per text."""
+    import numpy
+
+    width = max(len(row) for row in ids)
+    input_ids = numpy.zeros((len(ids), width), dtype=numpy.int64)
+    mask = numpy.zeros((len(ids), width), dtype=numpy.int64)
+    for row, tokens in enumerate(ids):
+        input_ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    feeds = {"input_ids": input_ids, "attention_mask": mask}
+    if "token_type_ids" in input_names:
+        feeds["token_type_ids"] = numpy.zeros_like(input_ids)
+    (hidden,) = session.run([output_name], feeds)
+    weights = mask[:, :, None].astype(numpy.float32)
+    pooled = (hidden * weights).sum(axis=1) / numpy.maximum(weights.sum(axis=1), 1e-9)
+    norms = numpy.linalg.norm(pooled, axis=1, keepdims=True)
+    result: np.ndarray = (pooled / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
+    return result
 
 
 def _session(onnxruntime: Any, model_path: Path, derived: bool, threads: int) -> Any:

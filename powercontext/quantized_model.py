@@ -278,31 +278,21 @@ def _worst_cosine(model: Any, other: Any) -> float:
     sentences, each alone and all in one padded batch."""
     import numpy
 
+    from powercontext import embeddings
+
     texts = [line for line in CALIBRATION.read_text(encoding="utf-8").splitlines() if line.strip()]
-    tokenizer = _tokenizer()
+    tokenizer = embeddings.wordpiece()
     ids = [tokenizer.encode(text).ids for text in texts]
     vectors = []
     for graph in (model, other):
         session = _session(graph)
-        alone = [_pooled(session, [row]) for row in ids]
-        vectors.append(numpy.vstack([*alone, _pooled(session, ids)]))
+        names = {
+            "output_name": session.get_outputs()[0].name,
+            "input_names": {item.name for item in session.get_inputs()},
+        }
+        alone = [embeddings.pooled_vectors(session, [row], **names) for row in ids]
+        vectors.append(numpy.vstack([*alone, embeddings.pooled_vectors(session, ids, **names)]))
     return float(numpy.sum(vectors[0] * vectors[1], axis=1).min())
-
-
-def _pooled(session: Any, ids: list[list[int]]) -> Any:
-    import numpy
-
-    width = max(len(row) for row in ids)
-    tokens = numpy.zeros((len(ids), width), dtype=numpy.int64)
-    mask = numpy.zeros_like(tokens)
-    for number, row in enumerate(ids):
-        tokens[number, : len(row)], mask[number, : len(row)] = row, 1
-    feeds = {"input_ids": tokens, "attention_mask": mask}
-    if "token_type_ids" in {item.name for item in session.get_inputs()}:
-        feeds["token_type_ids"] = numpy.zeros_like(tokens)
-    hidden = session.run(None, feeds)[0]
-    pooled = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
-    return pooled / numpy.linalg.norm(pooled, axis=1, keepdims=True)
 
 
 def _session(model: Any) -> Any:
@@ -315,23 +305,6 @@ def _session(model: Any) -> Any:
     return onnxruntime.InferenceSession(
         model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
     )
-
-
-def _tokenizer() -> Any:
-    """Tokenising as ``embeddings.Embedder`` does (a text's activations depend on it)."""
-    from tokenizers import BertWordPieceTokenizer
-
-    from powercontext import embeddings
-
-    tokenizer = BertWordPieceTokenizer(
-        str(embeddings.VOCABULARY),
-        lowercase=True,
-        clean_text=True,
-        handle_chinese_chars=True,
-        strip_accents=None,
-    )
-    tokenizer.enable_truncation(max_length=embeddings.MAX_TOKENS)
-    return tokenizer
 
 
 def fix_activation_ranges(model: Any) -> None:
@@ -545,7 +518,10 @@ def _calibrated_ranges(model: Any, tensors: list[str]) -> dict[str, tuple[Any, A
     )
     session = _session(probe)
     del probe
-    tokenizer = _tokenizer()
+    from powercontext import embeddings
+
+    # Tokenised as embeddings.Embedder tokenises (a text's activations depend on it).
+    tokenizer = embeddings.wordpiece()
     inputs = {item.name for item in session.get_inputs()}
     ranges: dict[str, tuple[Any, Any]] = {}
     for line in CALIBRATION.read_text(encoding="utf-8").splitlines():
