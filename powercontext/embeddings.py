@@ -391,7 +391,11 @@ def _session(onnxruntime: Any, model_path: Path, derived: bool, threads: int) ->
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     return onnxruntime.InferenceSession(
-        str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        str(model_path),
+        sess_options=options,
+        providers=["CPUExecutionProvider"],
+        # The derived form is run as its recipe says (the options round too).
+        disabled_optimizers=list(quantized_model.SKIPPED_FUSIONS if derived else ()),
     )
 
 

@@ -319,24 +319,56 @@ def _unfused(tmp_path: Path, monkeypatch) -> Path:
     return quantized_model.quantized(SHIPPED, tmp_path)
 
 
-def test_the_fused_kernels_give_the_unfused_graphs_vectors(derived, tmp_path, monkeypatch):
-    """Each attention one MultiHeadAttention, each int8 product one MatMulIntegerToFloat,
-    no NaN guard and no float-channel mask left: the same vectors, to float rounding,
-    alone and in a padded batch."""
-    kinds = [node.op_type for node in onnx.load(str(derived)).graph.node]
+def test_the_fused_kernels_give_the_unfused_graphs_model(derived, tmp_path, monkeypatch):
+    """Each attention one MultiHeadAttention, each int8 product one MatMulIntegerToFloat
+    with its bias, each GELU one Gelu, no NaN guard and no float-channel mask left: the
+    same model, rounded otherwise (within FUSED_COSINE), alone and in a padded batch."""
+    graph = onnx.load(str(derived)).graph
+    kinds = [node.op_type for node in graph.node]
     assert kinds.count("MultiHeadAttention") == 6
-    assert "IsNaN" not in kinds
-    assert "MatMulInteger" not in kinds
+    assert kinds.count("Gelu") == 6
+    assert not {"IsNaN", "Erf", "MatMulInteger"} & set(kinds)
+    # 6 layers x (q, k, v, out, intermediate) carry their bias; the feed-forward output's
+    # is added after its float channels' product.
+    assert sum(len(node.input) == 7 for node in graph.node) == 30
     unfused = _unfused(tmp_path, monkeypatch)
     assert "MultiHeadAttention" not in {n.op_type for n in onnx.load(str(unfused)).graph.node}
     fast = embeddings.Embedder(derived)
     slow = embeddings.Embedder(unfused)
     texts = [*CLOSE_TEXTS, "x", "🙂", "a long log line " * 40]
-    assert np.sum(fast.embed_documents(texts) * slow.embed_documents(texts), axis=1).min() > (
-        quantized_model.FUSED_COSINE
-    )
+    similarity = np.sum(fast.embed_documents(texts) * slow.embed_documents(texts), axis=1)
+    assert similarity.min() > quantized_model.FUSED_COSINE
     batch = [fast._tokenizer.encode(text).ids for text in texts]
-    assert np.allclose(fast._run(batch), slow._run(batch), atol=1e-5)
+    assert np.sum(fast._run(batch) * slow._run(batch), axis=1).min() > quantized_model.FUSED_COSINE
+
+
+def test_the_derived_form_runs_without_the_fusions_its_recipe_skips(monkeypatch, derived):
+    """The session's fusions round too, so the recipe names the ones it runs without, and
+    the file carries the recipe and the runtime's version (its digest is the identity
+    the stored vectors are recorded under)."""
+    import onnxruntime
+
+    monkeypatch.setenv("POWERCONTEXT_MODEL_CACHE", str(derived.parent))
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDING_FORM", raising=False)
+    model = embeddings.Embedder()
+    ids = [model._tokenizer.encode(text).ids for text in CLOSE_TEXTS]
+    names = {"output_name": model._output_name, "input_names": model._input_names}
+
+    def vectors(skipped):
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = onnxruntime.InferenceSession(
+            str(derived), options, ["CPUExecutionProvider"], disabled_optimizers=skipped
+        )
+        return np.vstack([embeddings.pooled_vectors(session, [row], **names) for row in ids])
+
+    served = np.vstack([model._run([row]) for row in ids])
+    assert quantized_model.SKIPPED_FUSIONS
+    assert np.array_equal(served, vectors(list(quantized_model.SKIPPED_FUSIONS)))
+    assert not np.array_equal(served, vectors([]))
+    recorded = {item.key: item.value for item in onnx.load(str(derived)).metadata_props}
+    assert recorded["powercontext.recipe"] == quantized_model.recipe()
+    assert recorded["onnxruntime"] == onnxruntime.__version__
 
 
 def test_a_fusion_that_changes_the_vectors_is_not_kept(monkeypatch, caplog, tmp_path):
