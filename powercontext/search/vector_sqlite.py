@@ -19,7 +19,7 @@ vectors (a query's, or each of a prompt's segments') in two steps:
 So the answer is in exact cosine order; it can miss a row only when the row is among the
 ``k`` nearest by cosine but not among the candidates, which on real embeddings was under
 1 % of the top 50 (docs/relevance.md, "Vectors on SQLite"); a scope of no more rows than
-the candidates is searched exactly. Three levels, not signs alone: sign bits
+the candidates is searched exactly, step 1 skipped. Three levels, not signs alone: sign bits
 (``vec_quantize_binary``) needed four times as many candidates for the same overlap, and
 rescoring, a row lookup each, is the costly step. All the vectors in one pass, not one
 search each: eight segments searched one by one cost eight scans and eight rescorings
@@ -34,9 +34,10 @@ KNN selects its top ``k`` in each chunk in O(``k`` x chunk size), so 1,000 candi
 100,000 rows would cost 200 ms where the scan costs a few. A test checks the scan against
 sqlite-vec's own Hamming KNN, so a format change in another sqlite-vec fails loudly.
 Step 2 reads the auxiliary columns by rowid (``_auxiliary``, a plain table): fetching a
-``vec0`` vector column costs a blob open per row; numpy then takes every candidate's
-products with every vector in one call, where ``vec_distance_cosine`` would need a
-statement per vector.
+``vec0`` vector column costs a blob open per row. It reads the float vector of every
+candidate and the cited id and version of the ``k`` kept only; numpy takes every
+candidate's products with every vector in one call, where ``vec_distance_cosine`` would
+need a statement per vector.
 
 No trigger on the indexed table: one would need sqlite-vec in every tool that deletes a
 row there (the ``sqlite3`` shell has no ``vec0``), so the write path drops a deleted row's
@@ -80,6 +81,37 @@ def _valid_slots(validity: bytes, slots: int) -> np.ndarray:
     end (least significant bit first), as booleans."""
     bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
     return bits[:slots].astype(bool)
+
+
+def _code_nearest(
+    keys: np.ndarray, valid: np.ndarray, codes: np.ndarray, vectors: Sequence[Any], k: int
+) -> list[int]:
+    """:meth:`SqliteVectors.code_nearest` over a scope's slots as read."""
+    if not len(keys) or not len(vectors):
+        return []
+    queries = np.stack([_code(vector) for vector in vectors])
+    # 64-bit words where the code has whole ones (768 bits: 12), else bytes.
+    word = np.dtype("<u8") if queries.shape[1] % 8 == 0 else np.dtype(np.uint8)
+    # Word by word over every row (a column of the transposed codes is contiguous):
+    # several times faster than a sum along each row's dozen words, and it makes the
+    # pass for each further query cheap.
+    columns = np.ascontiguousarray(np.ascontiguousarray(codes).view(word).T)
+    distances = np.zeros(len(keys), dtype=np.int32)
+    for number, query in enumerate(queries.view(word)):
+        distance = np.zeros(len(keys), dtype=np.int32)
+        for column, part in zip(columns, query, strict=True):
+            distance += np.bitwise_count(column ^ part)
+        distances = distance if number == 0 else np.minimum(distances, distance)
+    # An empty slot (a deleted or never used one) is farther than any vector.
+    distances[~valid] = 8 * queries.shape[1] + 1
+    count = min(k, int(valid.sum()))
+    if count == 0:
+        return []
+    # Only the slots within the count-th distance are sorted (a partition is linear).
+    within = distances <= np.partition(distances, count - 1)[count - 1]
+    keys, distances = keys[within], distances[within]
+    order = np.lexsort((keys, distances))[:count]
+    return [int(key) for key in keys[order]]
 
 
 class SqliteVectors:
@@ -137,45 +169,65 @@ class SqliteVectors:
         if k <= 0 or not len(vectors):
             return []
         queries = np.stack([np.asarray(vector, dtype=np.float32) for vector in vectors])
-        candidates = self.code_nearest(
-            index, scope_id=scope_id, vectors=list(queries), k=max(k * COARSE_FACTOR, COARSE_MIN)
-        )
+        keys, valid, codes = self._scope_codes(index, scope_id)
+        coarse = max(k * COARSE_FACTOR, COARSE_MIN)
+        if int(valid.sum()) <= coarse:
+            # Every vector of the scope is a candidate: no code comparison to make.
+            candidates = [int(key) for key in keys[valid]]
+        else:
+            candidates = _code_nearest(keys, valid, codes, list(queries), coarse)
         if not candidates:
             return []
-        auxiliary = connection.ops.quote_name(vec_table(index) + "_auxiliary")
-        found = []
-        with connection.cursor() as cursor:
-            for start in range(0, len(candidates), _BATCH):
-                batch = candidates[start : start + _BATCH]
-                marks = ", ".join(["%s"] * len(batch))
-                # value00..02: cited_id, version, embedding, in the order declared.
-                cursor.execute(
-                    f"SELECT rowid, value00, value01, value02 FROM {auxiliary} "  # noqa: S608
-                    f"WHERE rowid IN ({marks})",
-                    batch,
-                )
-                found.extend(cursor.fetchall())
+        # The float vectors of every candidate, then the cited id and version of the k
+        # kept alone: each column read costs (1,056 candidates: 1.1 against 1.5 ms).
+        stored = self._auxiliary(index, "value02", candidates)
+        keys = np.fromiter((row[0] for row in stored), dtype=np.int64, count=len(stored))
+        matrix = np.frombuffer(b"".join(row[1] for row in stored), dtype=np.float32)
+        matrix = matrix.reshape(len(stored), queries.shape[1])
         # The exact cosine distance to the nearest query (what ``vec_distance_cosine``
         # computes), every candidate with every query in one call. By einsum's own loops,
         # not a BLAS matrix product: BLAS rounds a row's products differently by where the
         # row falls in the matrix, so a row would score otherwise (by 1e-7) with other
         # candidates around it, and a search repeated after a rebuild would not give the
         # same scores; einsum's sum for a row and a query depends on those two alone.
-        stored = np.frombuffer(b"".join(row[3] for row in found), dtype=np.float32).reshape(
-            len(found), queries.shape[1]
-        )
-        products = np.einsum("ij,kj->ik", stored, queries, optimize=False)
-        norms = np.einsum("ij,ij->i", stored, stored, optimize=False)
+        products = np.einsum("ij,kj->ik", matrix, queries, optimize=False)
+        norms = np.einsum("ij,ij->i", matrix, matrix, optimize=False)
         query_norms = np.einsum("ij,ij->i", queries, queries, optimize=False)
         similarity = products / np.maximum(np.sqrt(np.outer(norms, query_norms)), 1e-12)
         distances = 1.0 - similarity.max(axis=1)
         # Nearest first, ties by row key; numpy's sort, not Python's with a key function
         # (1,001 candidates: 0.04 against 0.27 ms).
-        keys = np.fromiter((row[0] for row in found), dtype=np.int64, count=len(found))
-        return [
-            (int(keys[at]), found[at][1], found[at][2], float(distances[at]))
-            for at in np.lexsort((keys, distances))[:k]
+        nearest = [
+            (int(keys[at]), float(distances[at])) for at in np.lexsort((keys, distances))[:k]
         ]
+        cited = {
+            key: (cited_id, version)
+            for key, cited_id, version in self._auxiliary(
+                index, "value00, value01", [key for key, _ in nearest]
+            )
+        }
+        return [
+            (key, *cited[key], distance)
+            for key, distance in nearest
+            if key in cited  # deleted meanwhile, outside a snapshot: not a hit anyway
+        ]
+
+    def _auxiliary(self, index: SearchIndex, columns: str, keys: Sequence[int]) -> list[Any]:
+        """(row key, the auxiliary ``columns``) of ``keys`` (value00..02: cited id,
+        version, embedding, in the order declared), by rowid."""
+        auxiliary = connection.ops.quote_name(vec_table(index) + "_auxiliary")
+        found: list[Any] = []
+        with connection.cursor() as cursor:
+            for start in range(0, len(keys), _BATCH):
+                batch = keys[start : start + _BATCH]
+                marks = ", ".join(["%s"] * len(batch))
+                cursor.execute(
+                    f"SELECT rowid, {columns} FROM {auxiliary} "  # noqa: S608 - names only
+                    f"WHERE rowid IN ({marks})",
+                    batch,
+                )
+                found.extend(cursor.fetchall())
+        return found
 
     def code_nearest(
         self, index: SearchIndex, *, scope_id: str, vectors: Sequence[Any], k: int
@@ -184,6 +236,14 @@ class SqliteVectors:
         Hamming distance between their codes (a row's distance is to the code it is
         nearest to; all of them when the scope has no more), nearest first, ties by row
         key. The scope's codes are read once for all of ``vectors``."""
+        keys, valid, codes = self._scope_codes(index, scope_id)
+        return _code_nearest(keys, valid, codes, vectors, k)
+
+    def _scope_codes(
+        self, index: SearchIndex, scope_id: str
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scope's chunk slots: their row keys, which hold a vector, and their codes
+        (one row of bytes a slot)."""
         vec = vec_table(index)
         chunks = connection.ops.quote_name(vec + "_chunks")
         vector_chunks = connection.ops.quote_name(vec + "_vector_chunks00")
@@ -195,34 +255,10 @@ class SqliteVectors:
                 [scope_id],
             )
             stored = cursor.fetchall()
-        if not stored or not len(vectors):
-            return []
-        queries = np.stack([_code(vector) for vector in vectors])
-        # 64-bit words where the code has whole ones (768 bits: 12), else bytes.
-        word = np.dtype("<u8") if queries.shape[1] % 8 == 0 else np.dtype(np.uint8)
         keys = np.frombuffer(b"".join(bytes(row[1]) for row in stored), dtype="<i8")
         valid = _valid_slots(b"".join(bytes(row[0]) for row in stored), len(keys))
-        codes = np.frombuffer(b"".join(bytes(row[2]) for row in stored), dtype=word)
-        # Word by word over every row (a column of the transposed codes is contiguous):
-        # several times faster than a sum along each row's dozen words, and it makes the
-        # pass for each further query cheap.
-        columns = np.ascontiguousarray(codes.reshape(len(keys), -1).T)
-        distances = np.zeros(len(keys), dtype=np.int32)
-        for number, query in enumerate(queries.view(word)):
-            distance = np.zeros(len(keys), dtype=np.int32)
-            for column, part in zip(columns, query, strict=True):
-                distance += np.bitwise_count(column ^ part)
-            distances = distance if number == 0 else np.minimum(distances, distance)
-        # An empty slot (a deleted or never used one) is farther than any vector.
-        distances[~valid] = 8 * queries.shape[1] + 1
-        count = min(k, int(valid.sum()))
-        if count == 0:
-            return []
-        # Only the slots within the count-th distance are sorted (a partition is linear).
-        within = distances <= np.partition(distances, count - 1)[count - 1]
-        keys, distances = keys[within], distances[within]
-        order = np.lexsort((keys, distances))[:count]
-        return [int(key) for key in keys[order]]
+        codes = np.frombuffer(b"".join(bytes(row[2]) for row in stored), dtype=np.uint8)
+        return keys, valid, codes.reshape(len(keys), -1) if len(keys) else codes
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]:
         """Every stored vector's row key, cited id and version (of ``scope_id`` alone when

@@ -210,6 +210,35 @@ def test_a_rows_distance_does_not_depend_on_the_other_candidates(table):
     assert all(distance == before[key] for key, *_, distance in after)
 
 
+def test_codes_are_compared_only_when_the_scope_has_more_rows_than_the_candidates(
+    table, monkeypatch
+):
+    """A scope the candidates cover (at most COARSE_MIN rows for a small k) is rescored
+    whole, exactly, without the code pass; one row more and the pass picks them."""
+    rng = np.random.default_rng(5)
+    matrix = _unit(rng.standard_normal((vector_sqlite.COARSE_MIN + 1, DIMENSION)))
+    _store(table, {key + 1: matrix[key] for key in range(vector_sqlite.COARSE_MIN)})
+    engine = vector_sqlite.SqliteVectors()
+    query = _unit(rng.standard_normal(DIMENSION))
+    passes = []
+    code_nearest = vector_sqlite._code_nearest
+
+    def counted(*args):
+        passes.append(args[-1])
+        return code_nearest(*args)
+
+    monkeypatch.setattr(vector_sqlite, "_code_nearest", counted)
+
+    found = engine.nearest(table, scope_id=SCOPE, vectors=[query], k=5)
+
+    assert passes == []
+    exact = 1.0 - matrix[: vector_sqlite.COARSE_MIN] @ query
+    assert [key for key, *_ in found] == (np.argsort(exact, kind="stable")[:5] + 1).tolist()
+    _store(table, {vector_sqlite.COARSE_MIN + 1: matrix[-1]})
+    engine.nearest(table, scope_id=SCOPE, vectors=[query], k=5)
+    assert passes == [vector_sqlite.COARSE_MIN]
+
+
 def test_a_scope_with_no_vectors_and_k_zero_answer_nothing(table):
     engine = vector_sqlite.SqliteVectors()
     query = _unit(np.ones(DIMENSION))
