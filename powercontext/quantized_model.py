@@ -93,9 +93,9 @@ ATTENTION_HEADS: Final = 12
 FUSED_COSINE: Final = 0.995
 # ONNX Runtime fusions the derived form runs without (part of the recipe: the session
 # options round too). SkipLayerNormalization, the residual Add and LayerNormalization in
-# one kernel, was the slowest operator of the graph on the 2-core machine: a 600-byte
-# prompt's segments took 22.4 ms on one thread without it, 27.9 with it, and the vectors
-# are as close to the shipped form's either way (mean cosine 0.99893).
+# one kernel, was the slowest operator of the graph on the 2-core machine: the first 30
+# bench prompts' segments took 22.4 ms a prompt on one thread without it, 27.9 with it,
+# and the vectors are as close to the shipped form's either way (mean cosine 0.99893).
 SKIPPED_FUSIONS: Final = ("SkipLayerNormFusion",)
 # The operators of an int8 matrix product, unfused and fused.
 INT8_PRODUCTS: Final = frozenset({"MatMulInteger", "MatMulIntegerToFloat"})
