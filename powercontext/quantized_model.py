@@ -180,7 +180,10 @@ def quantized(source: Path, directory: Path | None = None) -> Path:
             return target
         directory.mkdir(parents=True, exist_ok=True)
         _sweep_abandoned(directory)
-        derive(source, target)
+        try:
+            derive(source, target)
+        finally:
+            _release_memory()
     except ImportError as exc:
         raise DerivationFailed(f"{exc}: install the packages of requirements.txt") from exc
     except OSError as exc:
@@ -191,6 +194,23 @@ def quantized(source: Path, directory: Path | None = None) -> Path:
             "or set POWERCONTEXT_MODEL_CACHE to a writable directory"
         ) from exc
     return target
+
+
+def _release_memory() -> None:
+    """Give what the derivation allocated and freed back to the system: glibc's malloc
+    keeps freed memory in its arenas, so a server that derived the model at its first start
+    stayed at 388 MB resident, against 159 MB when it found the file cached. malloc_trim
+    returns it (resident after a derivation: 248-299 MB without, 102 MB with it). Nothing
+    is done where the C library has no malloc_trim (macOS, Windows, musl)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _sweep_abandoned(directory: Path) -> None:
