@@ -109,11 +109,11 @@ def _fuse_products(graph: Any) -> int:
     constants = {item.name for item in graph.initializer}
     count = 0
     for product in [node for node in graph.node if node.op_type == "MatMulInteger"]:
-        cast = _only_user(consumers, product.output[0], "Cast")
-        scaling = cast and _only_user(consumers, cast.output[0], "Mul")
+        chain = _chain(consumers, product.output[0], ("Cast", "Mul"))
         quantiser = producers.get(product.input[0])
-        if scaling is None or quantiser is None or quantiser.op_type != "QuantizeLinear":
+        if chain is None or quantiser is None or quantiser.op_type != "QuantizeLinear":
             continue
+        cast, scaling = chain
         scales = next(name for name in scaling.input if name != cast.output[0])
         both = producers.get(scales)
         activation_scale = quantiser.input[1]
@@ -181,14 +181,13 @@ def _fuse_gelu(graph: Any) -> int:
 
     count = 0
     for divide in [node for node in graph.node if node.op_type == "Div"]:
-        erf = _only_user(consumers, divide.output[0], "Erf")
-        plus = erf and _only_user(consumers, erf.output[0], "Add")
-        half = plus and _only_user(consumers, plus.output[0], "Mul")
-        times = half and _only_user(consumers, half.output[0], "Mul")
+        chain = _chain(consumers, divide.output[0], ("Erf", "Add", "Mul", "Mul"))
+        if chain is None:
+            continue
+        erf, plus, half, times = chain
         value = divide.input[0]
         if (
-            times is None
-            or not other_is(divide, value, 2**0.5)
+            not other_is(divide, value, 2**0.5)
             or not other_is(plus, erf.output[0], 1.0)
             or not other_is(half, plus.output[0], 0.5)
             or sorted(times.input) != sorted([value, half.output[0]])
@@ -205,6 +204,19 @@ def _fuse_gelu(graph: Any) -> int:
 def _only_user(consumers: dict[str, list[Any]], name: str, kind: str) -> Any | None:
     users = consumers.get(name, [])
     return users[0] if len(users) == 1 and users[0].op_type == kind else None
+
+
+def _chain(consumers: dict[str, list[Any]], name: str, kinds: tuple[str, ...]) -> list[Any] | None:
+    """The nodes of ``kinds`` that read ``name`` one after the other, each the only reader
+    of the one before; None where the graph does not go so."""
+    nodes = []
+    for kind in kinds:
+        node = _only_user(consumers, name, kind)
+        if node is None:
+            return None
+        nodes.append(node)
+        name = node.output[0]
+    return nodes
 
 
 def _source(producers: dict[str, Any], constants: dict[str, Any], name: str) -> tuple[str, float]:
@@ -228,15 +240,14 @@ def _fuse_attention(graph: Any, heads: int) -> int:
     from onnx import helper
 
     producers, consumers, constants = _producers(graph), _consumers(graph), _constants(graph)
-    found = []
+    found: list[tuple[Any, Any, list[Any]]] = []
     for softmax in [node for node in graph.node if node.op_type == "Softmax"]:
         masked = producers.get(softmax.input[0])
         scores = producers.get(masked.input[0]) if masked and masked.op_type == "Add" else None
-        weighted = _only_user(consumers, softmax.output[0], "MatMul")
-        heads_first = weighted and _only_user(consumers, weighted.output[0], "Transpose")
-        joined = heads_first and _only_user(consumers, heads_first.output[0], "Reshape")
-        if scores is None or scores.op_type != "MatMul" or joined is None:
+        chain = _chain(consumers, softmax.output[0], ("MatMul", "Transpose", "Reshape"))
+        if scores is None or scores.op_type != "MatMul" or chain is None:
             continue
+        weighted, heads_first, joined = chain
         query, query_scale = _source(producers, constants, scores.input[0])
         key, key_scale = _source(producers, constants, scores.input[1])
         value, value_scale = _source(producers, constants, weighted.input[1])
