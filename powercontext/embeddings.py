@@ -269,23 +269,23 @@ class Embedder:
         results: list[Any] = [None] * len(batches)
         errors: list[BaseException] = []
         lock = threading.Lock()
-        taken, finished = [0], [0]
+        taken = finished = 0
         all_finished = threading.Event()
 
         def work() -> None:
+            nonlocal taken, finished
             while True:
                 with lock:
-                    index = taken[0]
-                    if index == len(batches):
+                    if taken == len(batches):
                         return
-                    taken[0] += 1
+                    index, taken = taken, taken + 1
                 try:
                     results[index] = run(batches[index])
                 except BaseException as exc:  # raised on the calling thread below
                     errors.append(exc)
                 with lock:
-                    finished[0] += 1
-                    if finished[0] == len(batches):
+                    finished += 1
+                    if finished == len(batches):
                         all_finished.set()
 
         helpers = self._helpers()
