@@ -35,15 +35,16 @@ from contextpack.explanation import (
 )
 from contextpack.prompt_history import recent_prompt_terms
 from experience.models import ExperienceTermStat
-from experience.selectors import experience_search_at
+from experience.selectors import experience_search_at, experience_search_judged
 from memory.models import MemoryTermStat
-from memory.selectors import memory_head, memory_search_at
+from memory.selectors import memory_head, memory_search_at, memory_search_judged
 from memory.values import memory_ref
-from powercontext import analyzer, metrics
+from powercontext import metrics
 from powercontext.refs import ArtifactRef
 from powercontext.search import SearchInconsistent, hybrid
-from powercontext.search.policy import countable_terms, recurring_terms, term_decisions
-from powercontext.search.ranking import query_segments, semantic_segments
+from powercontext.search.hybrid import Considered
+from powercontext.search.policy import countable_terms, term_decisions
+from powercontext.search.query import Query
 from powercontext.snapshot import read_snapshot
 from powercontext.term_counts import TermCounts
 
@@ -65,6 +66,9 @@ class _Retrieved:
     terms: list[str]
     recurring: frozenset[str]
     prompts: list[frozenset[str]]
+    # Every candidate of each family with the relevance decision's verdict (Memory,
+    # Experience); only an explanation keeps them.
+    considered: tuple[list[Considered], list[Considered]] = ([], [])
 
 
 def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
@@ -103,7 +107,9 @@ def explain_context(
     nothing and is not counted in the metrics, which describe what agents were sent.
     """
     with read_snapshot():
-        found = _retrieve(scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN)
+        found = _retrieve(
+            scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN, explain=True
+        )
         families = (
             _family_terms(found, scope_id, "memory", MEMORY_WINDOW, TermCounts(MemoryTermStat)),
             _family_terms(
@@ -147,29 +153,29 @@ def _prepare(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
         )
 
 
-def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
+def _retrieve(
+    *, scope_id: str, query: str, beyond_window: int, explain: bool = False
+) -> _Retrieved:
     """The hits the builder is given, best first; run inside one read snapshot. The
     builder ignores hits past its windows, so ``beyond_window`` more of them change
-    nothing in the pack (only an explanation asks for them)."""
+    nothing in the pack (only an explanation asks for them, with ``explain``: then every
+    candidate's verdict is kept too)."""
     head = memory_head(scope_id=scope_id)
-    terms = analyzer.query_terms(query)
     prompts = recent_prompt_terms(scope_id=scope_id, query=query)
-    recurring = recurring_terms(terms, prompts)
-    segments = query_segments(query)
     # Each segment embedded on its own, in one call, once the user's boilerplate is known
     # (a read snapshot holds no lock: WAL readers and REPEATABLE READ never block a
-    # writer). None when the channel cannot embed: the pack is then the lexical one.
-    vectors = hybrid.query_vectors(semantic_segments(query, recurring))
-    found = memory_search_at(
-        scope_id=scope_id,
-        head=head,
-        terms=terms,
-        limit=MEMORY_WINDOW + beyond_window,
-        recurring=recurring,
-        segments=segments,
-        query_vectors=vectors,
-        answer_floor=hybrid.ANSWER_FLOOR,
-    )
+    # writer). No vector when the channel cannot embed: the pack is then the lexical one.
+    prompt = Query.prompt(query, history=prompts)
+    memory_limit = MEMORY_WINDOW + beyond_window
+    experience_limit = EXPERIENCE_WINDOW + beyond_window
+    found = memory_search_at(scope_id=scope_id, head=head, query=prompt, limit=memory_limit)
+    experiences = experience_search_at(scope_id=scope_id, query=prompt, limit=experience_limit)
+    considered: tuple[list[Considered], list[Considered]] = ([], [])
+    if explain:
+        considered = (
+            memory_search_judged(scope_id=scope_id, head=head, query=prompt, limit=memory_limit)[1],
+            experience_search_judged(scope_id=scope_id, query=prompt, limit=experience_limit)[1],
+        )
     memory_hits = [
         MemoryHit(
             citation=MemoryCitation(
@@ -181,15 +187,6 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
         )
         for hit in found
     ]
-    experiences = experience_search_at(
-        scope_id=scope_id,
-        terms=terms,
-        limit=EXPERIENCE_WINDOW + beyond_window,
-        recurring=recurring,
-        segments=segments,
-        query_vectors=vectors,
-        answer_floor=hybrid.ANSWER_FLOOR,
-    )
     experience_hits = [
         ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)
         for hit in experiences
@@ -200,9 +197,10 @@ def _retrieve(*, scope_id: str, query: str, beyond_window: int) -> _Retrieved:
         experience_hits=experience_hits,
         memory_channels=[hit.channels for hit in found],
         experience_channels=[hit.matched_by for hit in experiences],
-        terms=terms,
-        recurring=recurring,
+        terms=prompt.terms,
+        recurring=prompt.recurring,
         prompts=prompts,
+        considered=considered,
     )
 
 

@@ -7,7 +7,6 @@ nothing here (nor search, nor the Context Pack) ever turns into Experience.
 
 import hashlib
 import json
-from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +15,7 @@ from django.db.models import F, Q
 
 from experience.models import Candidate, CandidateStatus, CandidateVersion
 from experience.search_index import EXPERIENCE_INDEX
-from experience.term_stats import search_plan
+from experience.term_stats import TERM_COUNTS
 from experience.values import (
     EXPERIENCE_FAMILY,
     ApprovedExperience,
@@ -36,9 +35,9 @@ from powercontext.exceptions import (
 )
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import IndexHit, SearchInconsistent, hybrid, search_engine
-from powercontext.search.policy import CANDIDATE_POOL
-from powercontext.search.ranking import rank
+from powercontext.search import SearchInconsistent
+from powercontext.search.hybrid import Considered
+from powercontext.search.query import Query, judged
 
 # -- candidates -----------------------------------------------------------------------
 
@@ -227,55 +226,28 @@ def experience_get(
     )
 
 
-def experience_search_at(
-    *,
-    scope_id: str,
-    terms: list[str],
-    limit: int,
-    recurring: Collection[str] = frozenset(),
-    segments: Sequence[Collection[str]] | None = None,
-    query_vectors: Sequence[Any] | None = None,
-    answer_floor: float | None = None,
-) -> list[ExperienceFound]:
-    """Approved Experience of the scope matching a query's analyzer ``terms``, best first
-    (ties by artifact id), each citing its exact head revision with its four fields;
-    ranked as Memory is (``recurring`` terms weigh
-    less, ``segments`` score separately: ``memory.selectors.memory_search_at``).
+def experience_search_at(*, scope_id: str, query: Query, limit: int) -> list[ExperienceFound]:
+    """Approved Experience of the scope that ``query`` finds, best first (ties by artifact
+    id), each citing its exact head revision with its four fields; searched as Memory is
+    (``powercontext.search.query.search``).
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
-    SearchInconsistent when the index describes another revision than the head. With
-    ``query_vectors`` (the query's, or each of a prompt's segments') the semantic channel's
-    nearest heads join and the two are fused (``powercontext.search.hybrid``; a pack passes
-    its ``answer_floor``).
+    SearchInconsistent when the index describes another revision than the head.
     """
-    plan = search_plan(scope_id=scope_id, terms=terms, recurring=recurring, segments=segments)
-    engine = search_engine()
-    candidates: list[IndexHit] = []
-    for group in (plan.match, plan.fallback):
-        if group and not candidates:
-            candidates = engine.match(
-                EXPERIENCE_INDEX,
-                scope_id=scope_id,
-                terms=list(group),
-                limit=max(limit, CANDIDATE_POOL),
-            )
-    if any(hit.version != hit.indexed_version for hit in candidates):
-        raise SearchInconsistent()
-    semantic = hybrid.semantic_hits(
-        EXPERIENCE_INDEX,
-        scope_id=scope_id,
-        queries=query_vectors,
-        limit=max(limit, CANDIDATE_POOL),
-    )
-    scored = rank(
-        ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
-    )
-    fused = hybrid.ranked(candidates, scored, semantic, answer_floor=answer_floor)[:limit]
-    ranked = [item.hit for item in fused]
-    channels = {item.hit.cited_id: item.channels for item in fused}
+    return experience_search_judged(scope_id=scope_id, query=query, limit=limit)[0]
+
+
+def experience_search_judged(
+    *, scope_id: str, query: Query, limit: int
+) -> tuple[list[ExperienceFound], list[Considered]]:
+    """:func:`experience_search_at`, and every candidate with the relevance decision's
+    verdict (the desk's pack preview)."""
+    found = judged(EXPERIENCE_INDEX, query, scope_id=scope_id, limit=limit, counts=TERM_COUNTS)
+    ranked = [item.hit for item in found.hits]
+    channels = {item.hit.cited_id: item.channels for item in found.hits}
     if not ranked:
-        return []
+        return [], found.considered
     query_filter = Q()
     for hit in ranked:
         query_filter |= Q(artifact_id=hit.cited_id, revision=hit.version)
@@ -300,4 +272,4 @@ def experience_search_at(
                 matched_by=channels[hit.cited_id],
             )
         )
-    return hits
+    return hits, found.considered

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from experience.models import ExperienceTermStat
 from powercontext.term_counts import TermCounts, expected_counts
 
-_counts = TermCounts(ExperienceTermStat)
+TERM_COUNTS = TermCounts(ExperienceTermStat)
+_counts = TERM_COUNTS
 
 term_stats_adjust = _counts.adjust
 term_frequencies = _counts.frequencies
-search_plan = _counts.search_plan
 
 
 def term_stats_expected(

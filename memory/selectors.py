@@ -1,9 +1,8 @@
 """Reads of a scope's Memory: exact citations, listings, changes and search."""
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 from django.db import connection
@@ -25,7 +24,6 @@ from memory.values import (
     MemorySearchResult,
     memory_ref,
 )
-from powercontext import analyzer
 from powercontext.artifacts import head_revision, revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import (
@@ -37,9 +35,9 @@ from powercontext.exceptions import (
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import IndexHit, SearchInconsistent, hybrid, search_engine, vectors
-from powercontext.search.policy import CANDIDATE_POOL
-from powercontext.search.ranking import rank
+from powercontext.search import IndexHit, SearchInconsistent, hybrid, vectors
+from powercontext.search.hybrid import Considered
+from powercontext.search.query import Query, judged
 from powercontext.snapshot import read_snapshot
 from powercontext.term_counts import TermCounts
 
@@ -230,78 +228,32 @@ class MemorySearchHit:
 
 
 def memory_search_at(
-    *,
-    scope_id: str,
-    head: int,
-    terms: list[str],
-    limit: int,
-    recurring: Collection[str] = frozenset(),
-    segments: Sequence[Collection[str]] | None = None,
-    fill: bool = False,
-    query_vectors: Sequence[Any] | None = None,
-    lexical: bool = True,
-    answer_floor: float | None = None,
-    vectors_required: bool = False,
+    *, scope_id: str, head: int, query: Query, limit: int
 ) -> list[MemorySearchHit]:
-    """Full-text hits for a query's analyzer ``terms`` against revision ``head``, best
-    first: the engine's candidates scored by the policy's weighted terms
-    (``powercontext.search.policy.plan_search``; ``recurring`` terms weigh less), by the
-    best of ``segments`` when given (``powercontext.search.ranking``). The weak terms'
-    candidates are fetched when the rare terms find none or, with ``fill``, fewer than
-    ``limit`` (a deliberate search wants every entry that holds its words; a prompt's pack
-    is better without the entries that share only its common words).
-
-    With ``query_vectors`` (the query's, or each of a prompt's segments') the semantic
-    channel's nearest entries join the candidates and the two are fused
-    (``powercontext.search.hybrid``); an entry without a vector is still found by its
-    words, and when the channel cannot be read the search is lexical, unless
-    ``vectors_required`` (then :class:`~powercontext.search.vectors.VectorsNotReady`).
-    ``lexical=False`` searches by meaning only. ``answer_floor`` is a Context
-    Pack's: a prompt no entry comes near gets only its few best hits
-    (``hybrid.ANSWER_FLOOR``); an explicit search never passes it.
+    """The entries of revision ``head`` that ``query`` finds, best first, at most
+    ``limit`` (``powercontext.search.query.search``: both channels, fused, and only the
+    candidates the relevance decision admits).
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
     the head would surface as a citation of another revision, which the Context Pack
     builder refuses, instead of passing silently.
     """
+    return memory_search_judged(scope_id=scope_id, head=head, query=query, limit=limit)[0]
+
+
+def memory_search_judged(
+    *, scope_id: str, head: int, query: Query, limit: int
+) -> tuple[list[MemorySearchHit], list[Considered]]:
+    """:func:`memory_search_at`, and every candidate with the relevance decision's verdict
+    (the desk's pack preview)."""
     if head == 0:
-        return []
-    plan = _TERM_COUNTS.search_plan(
-        scope_id=scope_id, terms=terms, recurring=recurring, segments=segments
-    )
-    engine = search_engine()
-    candidates: list[IndexHit] = []
-    for group in (plan.match, plan.fallback) if lexical else ():
-        if group and (not candidates or (fill and len(candidates) < limit)):
-            seen = {hit.cited_id for hit in candidates}
-            candidates += [
-                hit
-                for hit in engine.match(
-                    MEMORY_INDEX,
-                    scope_id=scope_id,
-                    terms=list(group),
-                    limit=max(limit, CANDIDATE_POOL),
-                )
-                if hit.cited_id not in seen
-            ]
-    semantic = hybrid.semantic_hits(
-        MEMORY_INDEX,
-        scope_id=scope_id,
-        queries=query_vectors,
-        limit=max(limit, CANDIDATE_POOL),
-        required=vectors_required,
-    )
-    if not candidates and not semantic:
-        return []
-    scored = rank(
-        ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, segments
-    )
-    fused = hybrid.ranked(candidates, scored, semantic, answer_floor=answer_floor)[:limit]
-    ranked = [replace(item.hit, score=item.score) for item in fused]
+        return [], []
+    found = judged(MEMORY_INDEX, query, scope_id=scope_id, limit=limit, counts=_TERM_COUNTS)
+    ranked = [replace(item.hit, score=item.score) for item in found.hits]
     if not ranked:
-        return []  # every semantic candidate under the floor, no lexical one
-    channels = {item.hit.cited_id: item.channels for item in fused}
+        return [], found.considered
+    channels = {item.hit.cited_id: item.channels for item in found.hits}
     rows = _active_versions(scope_id, ranked)
     hits = []
     for hit in ranked:
@@ -311,12 +263,7 @@ def memory_search_at(
             # which the callers refuse (the builder's head check, SearchInconsistent).
             hits.append(
                 MemorySearchHit(
-                    0,
-                    hit.cited_id,
-                    str(hit.version),
-                    "",
-                    hit.score,
-                    channels[hit.cited_id],
+                    0, hit.cited_id, str(hit.version), "", hit.score, channels[hit.cited_id]
                 )
             )
             continue
@@ -331,7 +278,7 @@ def memory_search_at(
                 channels[hit.cited_id],
             )
         )
-    return hits
+    return hits, found.considered
 
 
 def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[int, str, str, str]]:
@@ -384,6 +331,7 @@ def memory_search(
     ``hybrid`` asked for while the vector index cannot be read are refused
     (``capability_not_supported``, with the reason) rather than quietly answered by fts.
     """
+    text = query
     if mode not in hybrid.SEARCH_MODES:
         raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")
     asked = mode
@@ -396,23 +344,18 @@ def memory_search(
         if mode == hybrid.AUTO:
             mode = hybrid.HYBRID if ready else hybrid.FTS
     # Embedded before the snapshot opens: the model holds no lock.
-    vector = hybrid.query_vector(query) if mode != hybrid.FTS else None
+    vector = hybrid.query_vector(text) if mode != hybrid.FTS else None
     if mode != hybrid.FTS and vector is None:
         mode = hybrid.FTS
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
         if head == 0:
             return MemorySearchResult(memory=None, mode=None, hits=[])
-        terms = analyzer.query_terms(query)
-        search = partial(
-            memory_search_at, scope_id=scope_id, head=head, terms=terms, limit=limit, fill=True
+        lookup = Query.lookup(
+            text, vector=vector, lexical=mode != hybrid.VECTOR, required=vector is not None
         )
         try:
-            hits = search(
-                query_vectors=None if vector is None else (vector,),
-                lexical=mode != hybrid.VECTOR,
-                vectors_required=True,
-            )
+            hits = memory_search_at(scope_id=scope_id, head=head, query=lookup, limit=limit)
         except vectors.VectorsNotReady:
             # Recorded as ready, yet its table could not be read (dropped behind the
             # record): refused as above, or in auto mode answered by the words alone,
@@ -420,7 +363,9 @@ def memory_search(
             if asked != hybrid.AUTO:
                 raise _not_ready(asked) from None
             mode = hybrid.FTS
-            hits = search()
+            hits = memory_search_at(
+                scope_id=scope_id, head=head, query=lookup.by_words(), limit=limit
+            )
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0

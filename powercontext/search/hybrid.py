@@ -10,42 +10,24 @@ ranking is the lexical one, unchanged.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from powercontext import embeddings
-from powercontext.search import vectors
+from powercontext.search import relevance, vectors
 from powercontext.search.fusion import LEXICAL, fuse
 from powercontext.search.indexes import IndexHit, SearchIndex
+from powercontext.search.policy import STOP_TERMS
+
+if TYPE_CHECKING:
+    from powercontext.search import SearchEngine
+    from powercontext.search.query import Query
 
 # Modes of an explicit search; ``auto`` resolves to hybrid when the index's vector channel
 # is ready and to fts otherwise, and the response says which ran.
 FTS, VECTOR, HYBRID, AUTO = "fts", "vector", "hybrid", "auto"
 SEARCH_MODES = (AUTO, FTS, VECTOR, HYBRID)
-
-# A candidate only the semantic channel proposes must be at least this similar to the
-# query (cosine) to be a hit: the nearest rows of a scope are always "nearest", even to a
-# question nothing answers. Candidates the words found are never cut by it.
-SEMANTIC_FLOOR = 0.3
-
-# A Context Pack (never an explicit search) for a prompt to which no row of the scope comes
-# as near as this, by any of its segments, holds at most its ``UNANSWERED_HITS`` best
-# candidates: the words of a question nothing answers ("How do I rotate the TLS
-# certificate?") still match entries that share one of them ("certificate"), and those are
-# noise to the agent. Measured on both dev sets (docs/relevance.md §7): every no-answer
-# prompt of the coding-memory set is under 0.35, 6 of its 171 answerable ones and 3 of
-# LoCoMo's 759 bare questions are.
-ANSWER_FLOOR = 0.35
-UNANSWERED_HITS = 2
-# And in any Context Pack, a candidate whose fused score is under this share of the best
-# one's, and whose similarity to the prompt is under ``NEAR``, is left out: it shares a weak
-# word or two with the prompt and little meaning, and only costs the agent's context.
-# Measured on both dev sets (docs/relevance.md §7): 0.2 alone cost LoCoMo 0.2 points of
-# all-evidence recall; sparing the near ones keeps it and the coding-memory recall.
-RELATIVE_FLOOR = 0.3
-NEAR = 0.4
-
 
 # Query segments whose vectors are kept (``query_vectors``): 1,024 of 384 float32 values
 # are 1.5 MB.
@@ -146,8 +128,27 @@ def semantic_hits(
         return None
 
 
-def _kept(item: Ranked, semantic_scores: dict[str, float], floor: float) -> bool:
-    return LEXICAL in item.channels or semantic_scores[item.hit.cited_id] >= floor
+def lexical_engine() -> "SearchEngine":
+    """The lexical channel's engine on the default database."""
+    from powercontext.search import search_engine
+
+    return search_engine()
+
+
+@dataclass(frozen=True)
+class Considered:
+    """A candidate as the relevance decision saw it: ``semantic_rank`` is its place among
+    the semantic channel's candidates (1 = nearest; None when that channel did not propose
+    it), ``verdict`` why it was admitted or left out."""
+
+    ranked: Ranked
+    semantic_rank: int | None
+    similarity: float | None
+    verdict: relevance.Verdict
+
+    @property
+    def admitted(self) -> bool:
+        return self.verdict in relevance.ADMITTED
 
 
 def ranked(
@@ -155,34 +156,60 @@ def ranked(
     lexical_scores: Sequence[tuple[str, float]],
     semantic: Sequence[IndexHit] | None,
     *,
-    floor: float = SEMANTIC_FLOOR,
-    answer_floor: float | None = None,
-) -> list[Ranked]:
-    """Candidates best first: the lexical order alone when ``semantic`` is None, else
-    both channels fused (``powercontext.search.fusion``). Every lexical candidate is
-    kept; a semantic-only one is kept when its similarity reaches ``floor``. With an
-    ``answer_floor`` (a Context Pack's), when no semantic candidate reaches it only the
-    ``UNANSWERED_HITS`` best are kept, and a candidate under ``RELATIVE_FLOOR`` of the best
-    fused score and under ``NEAR`` in similarity is left out; never all of them: the best
-    stays. The caller cuts to its window."""
+    query: "Query",
+    weights: Mapping[str, float],
+) -> list[Considered]:
+    """Every candidate best first (the lexical order alone when ``semantic`` is None,
+    else both channels fused: ``powercontext.search.fusion``), each with the relevance
+    decision's verdict (``powercontext.search.relevance``). Without semantic evidence (the
+    channel off, no vector in the scope yet) nothing is judged: every lexical candidate is
+    admitted, in the lexical order. The caller cuts the admitted ones to its window."""
     by_id = {hit.cited_id: hit for hit in semantic or ()}
     # The lexical hit wins for a candidate both found: it carries the indexed version the
     # caller's consistency check compares.
     by_id.update((hit.cited_id, hit) for hit in lexical)
-    if semantic is None:
-        return [Ranked(by_id[key], score, (LEXICAL,)) for key, score in lexical_scores]
+    if not semantic:
+        return [
+            Considered(Ranked(by_id[key], score, (LEXICAL,)), None, None, relevance.Verdict.WORDS)
+            for key, score in lexical_scores
+        ]
     similarity = {hit.cited_id: hit.score for hit in semantic}
+    semantic_rank = {hit.cited_id: place for place, hit in enumerate(semantic, start=1)}
     fused = fuse(lexical_scores, similarity.items())
-    items = [Ranked(by_id[hit.key], hit.score, hit.channels) for hit in fused]
-    kept = [item for item in items if _kept(item, similarity, floor)]
-    # An empty pool (no row has a vector yet) says nothing about the prompt: not cut.
-    if answer_floor is None or not similarity or not kept:
-        return kept
-    if max(similarity.values()) < answer_floor:
-        kept = kept[:UNANSWERED_HITS]
-    least = RELATIVE_FLOOR * kept[0].score
+    # A lexical candidate the nearest rows left out is at most as near as the farthest of
+    # them: a bound, not a measure, but enough to tell that it is not near.
+    farthest = min(similarity.values())
+    lexical_keys = {hit.cited_id for hit in lexical}
+    anchors_known = frozenset(term for term in query.anchors if term in weights)
+    content = [term for term in query.terms if term not in STOP_TERMS]
+    evidence = []
+    for hit in fused:
+        terms = frozenset(by_id[hit.key].searchable_text.split())
+        evidence.append(
+            relevance.Evidence(
+                key=hit.key,
+                lexical=hit.key in lexical_keys,
+                similarity=similarity.get(hit.key, farthest),
+                coverage=relevance.coverage(terms, weights, query.segments or [query.terms]),
+                terms=terms,
+                readable=relevance.readable(by_id[hit.key].searchable_text),
+            )
+        )
+    judgements = relevance.judge(
+        evidence,
+        anchors_known=anchors_known,
+        anchors_unknown=query.anchors - anchors_known,
+        anchors_only=bool(content) and all(term in query.anchors for term in content),
+        single_segment=len(query.segments or [query.terms]) <= 1,
+        readable_query=relevance.readable(query.text),
+        pack=query.pack,
+    )
     return [
-        item
-        for item in kept
-        if item.score >= least or similarity.get(item.hit.cited_id, -1.0) >= NEAR
+        Considered(
+            Ranked(by_id[hit.key], hit.score, hit.channels),
+            semantic_rank.get(hit.key),
+            similarity.get(hit.key),
+            judgement.verdict,
+        )
+        for hit, judgement in zip(fused, judgements, strict=True)
     ]

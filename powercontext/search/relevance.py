@@ -1,0 +1,278 @@
+"""The relevance decision: which candidates a search's evidence supports. Pure.
+
+Both channels always propose: the engine returns the rows holding some of the query's
+words, the vector index the rows nearest to it, and a scope's nearest rows are "nearest"
+even to a question it cannot answer. A fixed cosine floor does not mean the same thing for
+a short identifier, a paragraph of boilerplate and a one-word chat turn, so every
+candidate is admitted on the evidence for it, and a Context Pack holds nothing when no
+candidate has strong evidence (docs/relevance.md, "The relevance decision"):
+
+- **Anchors.** A prompt's names and identifiers (``zq20c249a9551941``, ``make_release``,
+  ``GraphQL``, a person's name in mid-sentence) say exactly what it is about, and the
+  embedding model cannot read them (to it one hex string looks like another). When an
+  anchor matches some entries, an entry without it needs a strong similarity of its own;
+  when the query is nothing but anchors, it is not a hit at all. When no anchor of the
+  query matches anything (a name the scope never saw), the entries near it by meaning are
+  not evidence either, unless strongly similar.
+- **What the model cannot read, it does not judge.** A query or an entry written mostly
+  in a script the model has no vocabulary for (CJK for an English model) gets no hit from
+  the semantic channel alone; its words still find it.
+- **Meaning alone must come near the best.** A candidate only the semantic channel
+  proposes must reach ``SEMANTIC_FLOOR`` and come within ``SEMANTIC_SPREAD`` of the best
+  candidate's similarity.
+- **Words alone must be more than a shared word** (packs only). A candidate only its words
+  found is admitted when they cover a good share of the segment it matches, with some
+  meaning behind them, or when it is near in meaning anyway.
+- **Something must answer** (packs only). A pack is empty unless some admitted candidate
+  has strong evidence: an anchor it holds, a strong similarity, or most of a segment's
+  words with meaning behind them.
+
+An explicit search keeps every candidate its words found (no matching entry vanishes
+from a search); only candidates proposed by meaning alone are judged there.
+"""
+
+import re
+import unicodedata
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from powercontext import analyzer
+from powercontext.search.policy import STOP_TERMS
+
+# A candidate proposed by meaning alone needs this cosine, and to be within
+# SEMANTIC_SPREAD of the best candidate's.
+SEMANTIC_FLOOR = 0.3
+SEMANTIC_SPREAD = 0.15
+# Without an anchor of the query, or when the query's anchors match nothing: the
+# similarity that still counts as evidence.
+STRONG_SIMILARITY = 0.4
+# Packs: a candidate only its words found is admitted when they cover WORD_COVERAGE of the
+# best segment it matches and it comes within WORDS_WITH_MEANING in meaning, or when it is
+# as near as MEANING_ALONE whatever its words.
+WORD_COVERAGE = 0.3
+WORDS_WITH_MEANING = 0.2
+MEANING_ALONE = 0.35
+# Packs: the evidence that something in the scope answers the prompt.
+ANSWERED_SIMILARITY = 0.3
+ANSWERED_COVERAGE = 0.6
+ANSWERED_COVERAGE_SIMILARITY = 0.3
+# A text whose letters are at least this share in scripts the model reads is readable.
+READABLE_SHARE = 0.5
+
+
+class Verdict(StrEnum):
+    """Why a candidate was admitted or left out (shown on the desk's pack preview)."""
+
+    ANCHORED = "holds an anchor of the query"
+    WORDS = "its words cover the segment it matches"
+    MEANING = "near in meaning"
+    WORDS_KEPT = "holds the query's words (a search keeps them all)"
+    NOT_ANCHORED = "lacks the anchor the query names"
+    UNKNOWN_ANCHOR = "the query's names match nothing, and it is not near enough"
+    UNREADABLE = "meaning alone, in a script the model cannot read"
+    FAR = "meaning alone, not near enough"
+    FAR_FROM_BEST = "meaning alone, far under the best candidate"
+    WEAK_WORDS = "shares a word or two and little meaning"
+    NOTHING_ANSWERS = "no candidate has strong evidence: the pack stays empty"
+
+
+ADMITTED = frozenset({Verdict.ANCHORED, Verdict.WORDS, Verdict.MEANING, Verdict.WORDS_KEPT})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What is known about one candidate: ``similarity`` is its cosine to the query (to the
+    nearest of a prompt's segments; None when the semantic channel has nothing on it),
+    ``coverage`` the weighted share of the best-matching segment's words it holds (0 when
+    its words did not find it), ``terms`` its analyzed text's terms."""
+
+    key: str
+    lexical: bool
+    similarity: float | None
+    coverage: float
+    terms: frozenset[str]
+    readable: bool
+
+
+# Words that name something: identifiers with digits or underscores, inner capitals
+# (GraphQL, NamedTuple), or a capital inside a sentence. Not all capitals alone (API, CI,
+# AGENTS.md): acronyms and boilerplate file names, not subjects; and not the first word of
+# a sentence, a line or a list item ("- Add a test").
+_WORD = re.compile(r"[^\W_](?:[\w]|[.-](?=\w))*", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?:;]\s|[.!?:;]$")
+
+
+def anchors(text: str) -> frozenset[str]:
+    """The analyzer terms of ``text``'s names and identifiers (see the module's docstring)."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        at_start, end = True, 0
+        for match in _WORD.finditer(line):
+            if end and _SENTENCE_END.search(line[end - 1 : match.start()]):
+                at_start = True
+            word = match.group(0)
+            # A dotted or dashed identifier with digits (HAR-1101, v3.2) names one thing.
+            parts = [word] if _is_identifier(word) else re.split(r"[.-]", word)
+            for part in parts:
+                if _is_anchor(part, at_start):
+                    found.update(
+                        term
+                        for term in analyzer.tokens(part)
+                        if term not in STOP_TERMS and len(term) > 1
+                    )
+            at_start, end = False, match.end()
+    return frozenset(found)
+
+
+def _is_identifier(word: str) -> bool:
+    return word.isascii() and any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+
+
+def _is_anchor(word: str, sentence_start: bool) -> bool:
+    if len(word) < 2 or not word.isascii() or not any(char.isalpha() for char in word):
+        return False
+    if _is_identifier(word) or "_" in word:
+        return True
+    if word.isupper():
+        return False
+    if any(char.isupper() for char in word[1:]):
+        return True  # GraphQL, NamedTuple
+    return word[0].isupper() and not sentence_start
+
+
+def readable(text: str) -> bool:
+    """Whether the embedding model can read ``text``: most of its letters are Latin (the
+    model's vocabulary is English). Text without letters is readable (numbers, symbols)."""
+    letters = [char for char in text if char.isalpha()]
+    if not letters:
+        return True
+    latin = sum(1 for char in letters if char.isascii() or _is_latin(char))
+    return latin >= READABLE_SHARE * len(letters)
+
+
+def _is_latin(char: str) -> bool:
+    return unicodedata.name(char, "").startswith("LATIN")
+
+
+def coverage(
+    terms: Collection[str],
+    weights: Mapping[str, float],
+    segments: Sequence[Collection[str]],
+) -> float:
+    """The weighted share of the best segment's searchable words that ``terms`` holds."""
+    best = 0.0
+    for segment in segments:
+        total = held = 0.0
+        for term in set(segment):
+            weight = weights.get(term)
+            if weight is None:
+                continue
+            total += weight
+            if term in terms:
+                held += weight
+        if total > 0:
+            best = max(best, held / total)
+    return best
+
+
+@dataclass(frozen=True)
+class Judgement:
+    key: str
+    verdict: Verdict
+
+    @property
+    def admitted(self) -> bool:
+        return self.verdict in ADMITTED
+
+
+def judge(
+    candidates: Sequence[Evidence],
+    *,
+    anchors_known: Collection[str],
+    anchors_unknown: Collection[str],
+    anchors_only: bool,
+    single_segment: bool,
+    readable_query: bool,
+    pack: bool,
+) -> list[Judgement]:
+    """A verdict for each of ``candidates`` (in their order). ``anchors_known`` are the
+    query's anchors some document of the index holds, ``anchors_unknown`` those none does;
+    ``anchors_only``: the query says nothing but anchors; ``single_segment``: it is one
+    sentence (in a long prompt an anchor names one of its subjects, not the only one).
+    ``pack``: a Context Pack's
+    decision (words alone judged too, and empty unless something answers); otherwise an
+    explicit search's (every candidate its words found is kept)."""
+    similarities = [c.similarity for c in candidates if c.similarity is not None]
+    best = max(similarities, default=None)
+    anchored = [c for c in candidates if c.terms & set(anchors_known)]
+    verdicts = [
+        _verdict(
+            candidate,
+            best=best,
+            anchored=bool(anchored),
+            anchors_known=anchors_known,
+            unknown_only=bool(anchors_unknown) and not anchored,
+            anchors_only=anchors_only,
+            single_segment=single_segment,
+            readable_query=readable_query,
+            pack=pack,
+        )
+        for candidate in candidates
+    ]
+    judged = [Judgement(c.key, v) for c, v in zip(candidates, verdicts, strict=True)]
+    if pack and not any(_answers(c, v) for c, v in zip(candidates, verdicts, strict=True)):
+        return [Judgement(j.key, Verdict.NOTHING_ANSWERS) if j.admitted else j for j in judged]
+    return judged
+
+
+def _verdict(
+    candidate: Evidence,
+    *,
+    best: float | None,
+    anchored: bool,
+    anchors_known: Collection[str],
+    unknown_only: bool,
+    anchors_only: bool,
+    single_segment: bool,
+    readable_query: bool,
+    pack: bool,
+) -> Verdict:
+    similarity = candidate.similarity
+    if candidate.terms & set(anchors_known):
+        return Verdict.ANCHORED
+    if candidate.lexical and not pack:
+        return Verdict.WORDS_KEPT
+    strong = similarity is not None and similarity >= STRONG_SIMILARITY
+    if anchored and (anchors_only or (single_segment and not strong)):
+        return Verdict.NOT_ANCHORED
+    if unknown_only and not strong:
+        return Verdict.UNKNOWN_ANCHOR
+    if candidate.lexical:
+        if similarity is None:
+            return Verdict.WORDS  # no semantic evidence either way: the words decide
+        if candidate.coverage >= WORD_COVERAGE and similarity >= WORDS_WITH_MEANING:
+            return Verdict.WORDS
+        if similarity >= MEANING_ALONE:
+            return Verdict.MEANING
+        return Verdict.WEAK_WORDS
+    if not (readable_query and candidate.readable):
+        return Verdict.UNREADABLE
+    if similarity is None or similarity < SEMANTIC_FLOOR:
+        return Verdict.FAR
+    if best is not None and similarity < best - SEMANTIC_SPREAD:
+        return Verdict.FAR_FROM_BEST
+    return Verdict.MEANING
+
+
+def _answers(candidate: Evidence, verdict: Verdict) -> bool:
+    if verdict not in ADMITTED:
+        return False
+    if verdict is Verdict.ANCHORED:
+        return True
+    similarity = candidate.similarity
+    if similarity is None:
+        return candidate.lexical  # the channel had nothing to say: the words decide
+    return similarity >= ANSWERED_SIMILARITY or (
+        candidate.coverage >= ANSWERED_COVERAGE and similarity >= ANSWERED_COVERAGE_SIMILARITY
+    )
