@@ -16,7 +16,7 @@ series either.
 The metrics live in one registry owned by the application (``REGISTRY``), not in
 prometheus_client's global default one: a scrape shows PowerContext's metrics only (no
 process or platform collectors that some other import registered), and tests can read it
-without interference. ``/metrics`` (``powercontext.api.metrics_view``) serves it.
+without interference. ``/metrics`` (``server.metrics_view``) serves it.
 
 Processes: ``manage.py serve`` is one waitress process whose worker threads share these
 in-memory metrics (prometheus_client's metrics are thread-safe), so one scrape sees every

@@ -22,7 +22,7 @@ from powercontext.exceptions import InsufficientStorage, PowerContextError
 logger = logging.getLogger("powercontext.errors")
 
 # Set on every error response built here: the metrics' error category
-# (``powercontext.middleware``) without reading the body back.
+# (``server.middleware``) without reading the body back.
 ERROR_CODE_ATTRIBUTE = "powercontext_error_code"
 
 

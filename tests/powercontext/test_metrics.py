@@ -225,7 +225,7 @@ def test_plain_text_accept_is_served_not_refused(agent):
 
 def mcp_request(method: str) -> str:
     """The status line ``/mcp`` answers, through the WSGI wrapper that serves it."""
-    from powercontext.server.mcp.http import McpApplication, with_mcp
+    from server.mcp.http import McpApplication, with_mcp
 
     def django_app(environ, start_response):
         raise AssertionError("/mcp never reaches Django")

@@ -17,7 +17,7 @@ from django.db import OperationalError, connection
 
 from powercontext import storage
 from powercontext.api.errors import error_body_for
-from powercontext.health import readiness
+from server.health import readiness
 from tests.conftest import engine, error_code, sqlite_only
 
 SCOPE = "scope-a"

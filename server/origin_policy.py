@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from django.http.request import split_domain_port, validate_host
 
-from powercontext.addresses import is_loopback
+from server.addresses import is_loopback
 
 # Set by ``manage.py serve`` when it binds a specific non-loopback address (only allowed
 # with a token): agents that address the server by that IP need no extra setting.

@@ -49,7 +49,7 @@ from memory.values import Citation as MemoryCitation
 from powercontext.api.auth import AGENT, Caller, caller_for, permit
 from powercontext.api.errors import error_body_for
 from powercontext.refs import ArtifactRef
-from powercontext.server.mcp import schemas as s
+from server.mcp import schemas as s
 
 logger = logging.getLogger("powercontext.server.mcp")
 

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import connections
 
 from powercontext import startup
-from powercontext.server.mcp.server import build_server
+from server.mcp.server import build_server
 
 
 class Command(BaseCommand):

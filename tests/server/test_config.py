@@ -1,4 +1,4 @@
-"""``powercontext.config``: a private data directory, private files, a sound secret key."""
+"""``server.config``: a private data directory, private files, a sound secret key."""
 
 import errno
 import logging
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from powercontext import config
+from server import config
 
 
 def _mode(path):

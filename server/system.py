@@ -12,8 +12,8 @@ from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 from powercontext.artifacts import canonical_json
 from powercontext.capabilities import capabilities
-from powercontext.health import readiness
 from powercontext.sources import source_capture
+from server.health import readiness
 
 SOURCE_METADATA_MAX_BYTES = 16 * 1024
 

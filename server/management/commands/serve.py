@@ -9,11 +9,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
-from powercontext import origin_policy, startup
-from powercontext.config import protect_sqlite_files
+from powercontext import startup
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
-from powercontext.server.serving import (
+from server import origin_policy
+from server.config import protect_sqlite_files
+from server.serving import (
     DEFAULT_CONNECTION_LIMIT,
     DEFAULT_GRACE_SECONDS,
     DEFAULT_HOST,

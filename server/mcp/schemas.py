@@ -4,7 +4,7 @@ They carry the same limits as the HTTP API's input serializers (DESIGN.md §4, "
 details"), so an agent sees them before it calls. They are *advertised* only: pydantic
 accepts any JSON value for a declared argument (``Any``), and the tool body validates the
 arguments with the very DRF serializers the HTTP views use, so limits, messages and field
-paths of ``invalid_request`` are the HTTP API's. ``tests/mcp/test_schemas.py`` checks these
+paths of ``invalid_request`` are the HTTP API's. ``tests/server/mcp/test_schemas.py`` checks these
 fragments against the committed OpenAPI document, so the two cannot drift apart.
 """
 

@@ -11,15 +11,15 @@ from django.contrib.auth import get_user_model
 from mcp import Client
 
 from experience import services as experience_services
-from powercontext.server.mcp.server import TOOL_NAMES, build_server
 from powercontext.sources import source_capture
 from powercontext_client import errors
+from server.mcp.server import TOOL_NAMES, build_server
 
 from .conftest import call, http_client
 
 SCOPE = "git:example.com/acme/mcp-widgets"
 TOKEN = "mcp-test-token-0123456789abcdef"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 EXPECTED_TOOLS = [

@@ -15,10 +15,10 @@ from django.db import DatabaseError
 from django.shortcuts import render
 from django.utils import timezone
 
-from powercontext.addresses import is_loopback
-from powercontext.health import readiness
 from powercontext.selectors import sources_recent
 from powercontext.sources import CONTENT_SOURCE
+from server.addresses import is_loopback
+from server.health import readiness
 
 WINDOW = timedelta(hours=1)
 # The newest captures read at most: the page stays cheap however long the journal grows
@@ -87,4 +87,4 @@ def home(request):
         "checkout": str(settings.BASE_DIR) if local else "/path/to/powercontext",
         "default_url": base == "http://127.0.0.1:8000",
     }
-    return render(request, "powercontext/home.html", context)
+    return render(request, "server/home.html", context)

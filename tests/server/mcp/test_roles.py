@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 
 from experience import services as experience_services
 from powercontext.api.auth import OPERATION_ROLES, Role
-from powercontext.server.mcp.server import TOOL_NAMES
+from server.mcp.server import TOOL_NAMES
 from tests.powercontext.roles import AGENT_TOKEN, body, fingerprint, world
 
 from .conftest import call, http_client

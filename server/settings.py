@@ -11,7 +11,7 @@ Everything a deployment changes comes from the environment:
 - ``POWERCONTEXT_ALLOWED_HOSTS``: with a token only, comma-separated host names the
   server answers besides loopback and the address it listens on (Django's
   ``ALLOWED_HOSTS`` syntax: ``.example.com`` matches subdomains too). Requests whose
-  ``Host`` or ``Origin`` names anything else get 403 (``powercontext.origin_policy``).
+  ``Host`` or ``Origin`` names anything else get 403 (``server.origin_policy``).
 - ``POWERCONTEXT_SECRET_KEY``: Django's secret key; generated once and kept in the
   data directory when unset.
 """
@@ -20,11 +20,11 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-from powercontext.config import data_home, database_config, secret_key
-from powercontext.origin_policy import parse_allowed_hosts
+from server.config import data_home, database_config, secret_key
+from server.origin_policy import parse_allowed_hosts
 
-# The checkout (this file is powercontext/server/settings.py).
-BASE_DIR = Path(__file__).resolve().parents[2]
+# The checkout (this file is server/settings.py).
+BASE_DIR = Path(__file__).resolve().parents[1]
 
 POWERCONTEXT_HOME = data_home()
 SECRET_KEY = secret_key(POWERCONTEXT_HOME)
@@ -45,7 +45,7 @@ POWERCONTEXT_ALLOWED_HOSTS = (
     else []
 )
 # Host (and Origin) are checked first, by HostOriginMiddleware and /mcp's guard, with one
-# rule (powercontext/origin_policy.py): Django's list cannot say "127.0.0.0/8, any port"
+# rule (server/origin_policy.py): Django's list cannot say "127.0.0.0/8, any port"
 # nor answer in the API's error shape, so it lets through what that rule accepted.
 ALLOWED_HOSTS = ["*"]
 
@@ -67,16 +67,16 @@ INSTALLED_APPS = [
     "experience",
     "contextpack",
     # Last: the composition root, above every family (its serve and mcp_stdio commands).
-    "powercontext.server",
+    "server",
 ]
 
 MIDDLEWARE = [
-    "powercontext.middleware.RequestIdMiddleware",
-    "powercontext.middleware.AccessLogMiddleware",
+    "server.middleware.RequestIdMiddleware",
+    "server.middleware.AccessLogMiddleware",
     # Outside WhiteNoise and the Host check, so their responses carry the policy too.
-    "powercontext.middleware.ContentSecurityPolicyMiddleware",
-    "powercontext.middleware.HostOriginMiddleware",
-    "powercontext.middleware.BodySizeLimitMiddleware",
+    "server.middleware.ContentSecurityPolicyMiddleware",
+    "server.middleware.HostOriginMiddleware",
+    "server.middleware.BodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -85,7 +85,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "powercontext.login_throttle.LoginBusyMiddleware",
+    "server.login_throttle.LoginBusyMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into its 429.
     "axes.middleware.AxesMiddleware",
 ]
@@ -100,7 +100,7 @@ CONTENT_SECURITY_POLICY = (
     "form-action 'self'; frame-ancestors 'none'"
 )
 
-ROOT_URLCONF = "powercontext.server.urls"
+ROOT_URLCONF = "server.urls"
 
 TEMPLATES = [
     {
@@ -117,16 +117,16 @@ TEMPLATES = [
     },
 ]
 
-WSGI_APPLICATION = "powercontext.server.wsgi.application"
+WSGI_APPLICATION = "server.wsgi.application"
 
 DATABASES = {"default": database_config(POWERCONTEXT_HOME)}
 
-# Admin logins (powercontext/login_throttle.py): django-axes refuses a client address or a
+# Admin logins (server/login_throttle.py): django-axes refuses a client address or a
 # username after AXES_FAILURE_LIMIT failures, before any password hash; then at most one
 # password is hashed at a time, so a flood of guesses cannot take the agents' threads.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "powercontext.login_throttle.BoundedModelBackend",
+    "server.login_throttle.BoundedModelBackend",
 ]
 # Attempts are counted in this process's memory (one serving process; a restart forgets
 # them): no database write per failed guess, none beside the agents' writes on SQLite.
@@ -135,7 +135,7 @@ AXES_FAILURE_LIMIT = 5
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # either one, not the pair
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "powercontext.login_throttle.lockout_response"
+AXES_LOCKOUT_CALLABLE = "server.login_throttle.lockout_response"
 # axes.W001: a per-process cache is what is meant here (see AXES_HANDLER).
 SILENCED_SYSTEM_CHECKS = ["axes.W001"]
 

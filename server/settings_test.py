@@ -17,8 +17,8 @@ if os.environ.get("POWERCONTEXT_TEST_DATABASE") == "oceanbase":
 
     os.environ["POWERCONTEXT_DATABASE_URL"] = oceanbase_url()
 
-from powercontext.config import SQLITE_ENGINE
-from powercontext.server.settings import *  # noqa: F403
+from server.config import SQLITE_ENGINE
+from server.settings import *  # noqa: F403
 
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:  # noqa: F405
     # A file, not Django's default in-memory test database: concurrency tests need

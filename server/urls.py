@@ -4,10 +4,9 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from contextpack.preview import pack_preview
-from powercontext import home
-from powercontext.api import system
-from powercontext.api.metrics_view import MetricsView
 from powercontext.api.schema import CachedSchemaView
+from server import home, system
+from server.metrics_view import MetricsView
 
 v1 = [
     path("capabilities", system.CapabilitiesView.as_view()),

@@ -6,8 +6,8 @@ import asyncio
 import pytest
 
 from tests.experience.servers import AGENT_TOKEN, Server, manage
-from tests.mcp.conftest import call, http_client
 from tests.powercontext.roles import PROPOSAL
+from tests.server.mcp.conftest import call, http_client
 
 SCOPE = "git:example.com/acme/roles-served"
 

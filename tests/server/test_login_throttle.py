@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import MD5PasswordHasher
 from django.core.cache import cache
 
-from powercontext import login_throttle
+from server import login_throttle
 
 pytestmark = pytest.mark.django_db
 

@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from powercontext.addresses import is_loopback
 from powercontext.api.errors import error_body
-from powercontext.server.management.commands import serve as serve_command
-from powercontext.server.serving import (
+from server.addresses import is_loopback
+from server.management.commands import serve as serve_command
+from server.serving import (
     BindRefused,
     Server,
     check_bind_allowed,
@@ -151,7 +151,7 @@ def _env(tmp_path, **overrides):
     env = dict(os.environ)
     # Hermetic and as deployed: the production settings (not the suite's), SQLite in
     # the test's own data directory, no token unless asked.
-    env["DJANGO_SETTINGS_MODULE"] = "powercontext.server.settings"
+    env["DJANGO_SETTINGS_MODULE"] = "server.settings"
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     env.pop("POWERCONTEXT_API_TOKEN", None)
     env.pop("POWERCONTEXT_SECRET_KEY", None)
@@ -320,7 +320,7 @@ _SLOW_APP = textwrap.dedent(
     import sys, time
     from pathlib import Path
 
-    from powercontext.server.serving import Server
+    from server.serving import Server
 
     release = Path(sys.argv[1])
     grace = float(sys.argv[2])

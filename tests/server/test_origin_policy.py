@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from powercontext import origin_policy
-from tests.powercontext import test_serve
-from tests.powercontext.test_serve import READY, REPO_ROOT, START_TIMEOUT, _env
+from server import origin_policy
+from tests.server import test_serve
+from tests.server.test_serve import READY, REPO_ROOT, START_TIMEOUT, _env
 
 FOREIGN_HOSTS = ["attacker.example", "attacker.example:8000", "0.0.0.0:8000", "10.0.0.5"]
 LOCAL_HOSTS = [

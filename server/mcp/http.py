@@ -14,7 +14,7 @@ request. The SDK's session manager needs its lifespan entered before it serves, 
 ASGI server would do and a2wsgi does not; ``_AsgiLoop`` drives the lifespan itself.
 
 Checked here, before the SDK sees the request, with the API's own error shape:
-- Host and Origin, first, by the rule every route follows (``powercontext.origin_policy``),
+- Host and Origin, first, by the rule every route follows (``server.origin_policy``),
   so a web page cannot reach the tools through DNS rebinding;
 - the bearer token, exactly as for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set): the
   agent token or a personal token; each tool then checks the caller's role;
@@ -34,9 +34,10 @@ from typing import Any
 
 from django.conf import settings
 
-from powercontext import metrics, origin_policy
+from powercontext import metrics
 from powercontext.api.errors import error_body
-from powercontext.middleware import REQUEST_ID_HEADER, request_id_for
+from server import origin_policy
+from server.middleware import REQUEST_ID_HEADER, request_id_for
 
 MCP_PATH = "/mcp"
 # Where an error answered here leaves its code for the metrics (WSGI lets a middleware
@@ -163,7 +164,7 @@ class McpApplication:
                 from a2wsgi import ASGIMiddleware
                 from mcp.server.transport_security import TransportSecuritySettings
 
-                from powercontext.server.mcp.server import build_server
+                from server.mcp.server import build_server
 
                 asgi = build_server().streamable_http_app(
                     streamable_http_path=MCP_PATH,

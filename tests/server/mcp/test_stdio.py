@@ -18,7 +18,7 @@ from powercontext_client import PowerContextClient, errors
 
 from .conftest import call
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SCOPE = "git:example.com/acme/stdio-widgets"
 READY = re.compile(r"PowerContext serving on (http://127\.0\.0\.1:\d+)/")
 

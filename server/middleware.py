@@ -9,8 +9,9 @@ import uuid
 from django.conf import settings
 from django.urls import Resolver404, resolve
 
-from powercontext import metrics, origin_policy
+from powercontext import metrics
 from powercontext.api.errors import error_code_of, json_error
+from server import origin_policy
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -96,7 +97,7 @@ class BodySizeLimitMiddleware:
 
 class HostOriginMiddleware:
     """403 ``permission_denied`` for a request whose Host or Origin is not this machine's
-    (``powercontext.origin_policy``): DNS rebinding and foreign pages, on every route,
+    (``server.origin_policy``): DNS rebinding and foreign pages, on every route,
     the admin and the static files included."""
 
     def __init__(self, get_response):

@@ -35,7 +35,7 @@ from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer, create_server
 from waitress.task import ErrorTask
 
-from powercontext.addresses import is_loopback
+from server.addresses import is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
