@@ -3,7 +3,7 @@ calls one service or selector, and renders.
 
 The agent proposes, lists and gets; a person's token lists and gets. Deciding (approve,
 reject, revise) is a human act: it needs the personal token of a user with the review
-permission (``powercontext.api.auth.OPERATION_ROLES``), checked before the body is
+permission (``role = Role.DECIDE`` on the view), checked before the body is
 validated, so anyone else gets 403 ``permission_denied`` whatever they send.
 """
 
@@ -24,6 +24,7 @@ from experience.serializers import (
     ExperienceProposeInput,
 )
 from experience.values import Proposal
+from powercontext.api.auth import Role
 from powercontext.api.openapi_examples import AGENT_ONLY, REVIEWER_ONLY
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
@@ -34,7 +35,7 @@ CANDIDATE_TAGS = ["artifact-candidates"]
 
 
 class ReviewerView(ApiView):
-    """A decision: ``OPERATION_ROLES`` lets only a person with the review permission in."""
+    """A decision: its ``Role.DECIDE`` lets only a person with the review permission in."""
 
     @property
     def reviewer(self):
@@ -43,6 +44,7 @@ class ReviewerView(ApiView):
 
 class ExperienceProposeView(ApiView):
     operation = "propose_experience"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="propose_experience",
@@ -87,6 +89,7 @@ class ExperienceProposeView(ApiView):
 
 class ExperienceGetView(ApiView):
     operation = "get_experience"
+    role = Role.READ
 
     @extend_schema(
         operation_id="get_experience",
@@ -123,6 +126,7 @@ class ExperienceGetView(ApiView):
 
 class CandidateListView(ApiView):
     operation = "list_artifact_candidates"
+    role = Role.READ
 
     @extend_schema(
         operation_id="list_artifact_candidates",
@@ -159,6 +163,7 @@ class CandidateListView(ApiView):
 
 class CandidateGetView(ApiView):
     operation = "get_artifact_candidate"
+    role = Role.READ
 
     @extend_schema(
         operation_id="get_artifact_candidate",
@@ -194,6 +199,7 @@ class CandidateGetView(ApiView):
 
 class CandidateApproveView(ReviewerView):
     operation = "approve_artifact_candidate"
+    role = Role.DECIDE
 
     @extend_schema(
         operation_id="approve_artifact_candidate",
@@ -235,6 +241,7 @@ class CandidateApproveView(ReviewerView):
 
 class CandidateRejectView(ReviewerView):
     operation = "reject_artifact_candidate"
+    role = Role.DECIDE
 
     @extend_schema(
         operation_id="reject_artifact_candidate",
@@ -274,6 +281,7 @@ class CandidateRejectView(ReviewerView):
 
 class CandidateReviseView(ReviewerView):
     operation = "revise_artifact_candidate"
+    role = Role.DECIDE
 
     @extend_schema(
         operation_id="revise_artifact_candidate",

@@ -20,6 +20,7 @@ from memory.serializers import (
     MemoryWriteOutput,
 )
 from memory.values import Citation
+from powercontext.api.auth import Role
 from powercontext.api.openapi_examples import AGENT_ONLY
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
@@ -29,6 +30,7 @@ TAGS = ["memory"]
 
 class MemoryRememberView(ApiView):
     operation = "remember_memory"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="remember_memory",
@@ -73,6 +75,7 @@ class MemoryRememberView(ApiView):
 
 class MemorySearchView(ApiView):
     operation = "search_memory"
+    role = Role.READ
 
     @extend_schema(
         operation_id="search_memory",
@@ -110,6 +113,7 @@ class MemorySearchView(ApiView):
 
 class MemoryEntriesListView(ApiView):
     operation = "list_memory_entries"
+    role = Role.READ
 
     @extend_schema(
         operation_id="list_memory_entries",
@@ -146,6 +150,7 @@ class MemoryEntriesListView(ApiView):
 
 class MemoryEntryGetView(ApiView):
     operation = "get_memory_entry"
+    role = Role.READ
 
     @extend_schema(
         operation_id="get_memory_entry",
@@ -179,6 +184,7 @@ class MemoryEntryGetView(ApiView):
 
 class MemoryEntryReviseView(ApiView):
     operation = "revise_memory_entry"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="revise_memory_entry",
@@ -220,6 +226,7 @@ class MemoryEntryReviseView(ApiView):
 
 class MemoryEntryRetireView(ApiView):
     operation = "retire_memory_entry"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="retire_memory_entry",
@@ -258,6 +265,7 @@ class MemoryEntryRetireView(ApiView):
 
 class MemoryEntryReactivateView(ApiView):
     operation = "reactivate_memory_entry"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="reactivate_memory_entry",
@@ -295,6 +303,7 @@ class MemoryEntryReactivateView(ApiView):
 
 class MemoryChangesView(ApiView):
     operation = "memory_changes"
+    role = Role.READ
 
     @extend_schema(
         operation_id="memory_changes",

@@ -9,12 +9,14 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from prometheus_client.exposition import choose_encoder
 
+from powercontext.api.auth import Role
 from powercontext.api.views import ApiView
 from powercontext.metrics import REGISTRY
 
 
 class MetricsView(ApiView):
     operation = "metrics"
+    role = Role.READ
 
     @extend_schema(exclude=True)
     def get(self, request):

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from powercontext.api import openapi_examples as examples
+from powercontext.api.auth import Role
 from powercontext.api.fields import StrictCharField, StrictSerializer, scope_id_field
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
@@ -83,6 +84,7 @@ class CapabilitiesOutput(serializers.Serializer):
 
 class CapabilitiesView(ApiView):
     operation = "capabilities"
+    role = Role.READ
 
     @extend_schema(
         operation_id="capabilities",
@@ -141,6 +143,7 @@ class SourceContentOutput(serializers.Serializer):
 
 class SourceContentView(ApiView):
     operation = "capture_content_source"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="capture_content_source",

@@ -5,15 +5,16 @@ from typing import Any
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from powercontext.api.auth import BearerAuthentication, IsCaller
+from powercontext.api.auth import BearerAuthentication, IsCaller, Role
 
 
 class ApiView(APIView):
     authentication_classes = [BearerAuthentication]
-    # Checked against ``powercontext.api.auth.OPERATION_ROLES``: every view names its
-    # operation (its OpenAPI operation id), and one without a role is refused.
+    # Every view names its operation (its OpenAPI operation id) and the role the caller
+    # needs for it (``powercontext.api.auth``); one without a role is refused.
     permission_classes = [IsCaller]
     operation = ""
+    role: Role | None = None
     # No OPTIONS self-description: each operation is its documented method alone (the
     # OpenAPI document describes it), anything else is 405 ``method_not_allowed``.
     metadata_class = None

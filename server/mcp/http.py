@@ -74,7 +74,7 @@ def _error_response(
 
 def _token_ok(environ: dict) -> bool:
     """The agent token or a personal token, as for ``/v1/`` (``caller_for``); what each
-    may call is the tools' check (``OPERATION_ROLES``)."""
+    may call is the tools' check (each tool's view's ``role``)."""
     from django.db import connections
     from rest_framework.exceptions import AuthenticationFailed
 

@@ -1,4 +1,4 @@
-"""The MCP tools apply the HTTP API's roles (``OPERATION_ROLES``): over ``/mcp`` a
+"""The MCP tools apply the HTTP API's roles (their views'): over ``/mcp`` a
 personal token may call the reading tools and is refused the writing ones, exactly as on
 ``/v1/``; the agent token may call all of them."""
 
@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from experience import services as experience_services
-from powercontext.api.auth import OPERATION_ROLES, Role
+from powercontext.api.auth import Role
 from server.mcp.server import TOOL_NAMES
-from tests.powercontext.roles import AGENT_TOKEN, body, fingerprint, world
+from tests.powercontext.roles import AGENT_TOKEN, OPERATION_ROLES, body, fingerprint, world
 
 from .conftest import call, http_client
 
