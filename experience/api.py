@@ -45,6 +45,8 @@ class ReviewerView(ApiView):
 class ExperienceProposeView(ApiView):
     operation = "propose_experience"
     role = Role.WRITE
+    input_serializer = ExperienceProposeInput
+    render = staticmethod(rendering.candidate)
 
     @extend_schema(
         operation_id="propose_experience",
@@ -74,9 +76,12 @@ class ExperienceProposeView(ApiView):
         examples=[examples.PROPOSE_REQUEST],
     )
     def post(self, request):
-        data = self.validated(ExperienceProposeInput)
+        return self.operate(status=201)
+
+    @staticmethod
+    def perform(data):
         target = data.get("target")
-        candidate = services.experience_propose(
+        return services.experience_propose(
             scope_id=data["scope_id"],
             proposal=Proposal.from_payload(data["proposal"]),
             source_refs=data["source_refs"],
@@ -84,12 +89,13 @@ class ExperienceProposeView(ApiView):
             target=None if target is None else ArtifactRef.from_payload(target),
             reason=data.get("reason"),
         )
-        return self.respond(rendering.candidate(candidate), status=201)
 
 
 class ExperienceGetView(ApiView):
     operation = "get_experience"
     role = Role.READ
+    input_serializer = ExperienceGetInput
+    render = staticmethod(rendering.approved_experience)
 
     @extend_schema(
         operation_id="get_experience",
@@ -113,15 +119,17 @@ class ExperienceGetView(ApiView):
         "422 `invalid_request` for a bad field.",
     )
     def post(self, request):
-        data = self.validated(ExperienceGetInput)
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
         artifact = data["artifact"]
-        found = selectors.experience_get(
+        return selectors.experience_get(
             scope_id=data["scope_id"],
             family=artifact["family"],
             artifact_id=artifact["artifact_id"],
             revision=artifact["revision"],
         )
-        return self.respond(rendering.approved_experience(found))
 
 
 class CandidateListView(ApiView):
