@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.server.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 
 
 def seed(scope: str, entries: int, corpus_seed: int) -> dict:

@@ -172,7 +172,7 @@ class NaiveBaseline:
 
     def __init__(self, home: Path):
         os.environ["POWERCONTEXT_HOME"] = str(home)
-        os.environ["DJANGO_SETTINGS_MODULE"] = "powercontext.server.settings"
+        os.environ["DJANGO_SETTINGS_MODULE"] = "server.settings"
         os.environ.pop("POWERCONTEXT_DATABASE_URL", None)
         sys.path.insert(0, str(ROOT))
         import django

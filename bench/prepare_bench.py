@@ -43,7 +43,7 @@ TARGET_MS = 5.0
 
 def setup_django(home: Path) -> None:
     os.environ["POWERCONTEXT_HOME"] = str(home)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "powercontext.server.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "server.settings"
     os.environ.pop("POWERCONTEXT_DATABASE_URL", None)
     import django
 

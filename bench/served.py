@@ -127,7 +127,7 @@ class Store:
             env.pop(name, None)
         env.update(
             POWERCONTEXT_HOME=str(self.home),
-            DJANGO_SETTINGS_MODULE="powercontext.server.settings",
+            DJANGO_SETTINGS_MODULE="server.settings",
             PYTHONUNBUFFERED="1",
         )
         if self.url:

@@ -2,6 +2,6 @@
 --without-lockout``: what the hashing gate alone holds against guesses that each come from
 a new address or username (which the lockout would not stop before its limit)."""
 
-from powercontext.server.settings import *  # noqa: F403
+from server.settings import *  # noqa: F403
 
 AXES_ENABLED = False

@@ -43,7 +43,7 @@ PROMPTS = ROOT / "bench" / "prompts" / "prepare_prompts.json"
 
 def setup_django(home: Path, url: str | None) -> None:
     os.environ["POWERCONTEXT_HOME"] = str(home)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "powercontext.server.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "server.settings"
     if url:
         os.environ["POWERCONTEXT_DATABASE_URL"] = url
     else:

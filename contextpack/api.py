@@ -4,12 +4,14 @@ from contextpack import openapi_examples as examples
 from contextpack import rendering
 from contextpack.application import prepare_context
 from contextpack.serializers import PrepareContextInput, PreparedContextOutput
+from powercontext.api.auth import Role
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 
 
 class PrepareContextView(ApiView):
     operation = "prepare_context"
+    role = Role.READ
 
     @extend_schema(
         operation_id="prepare_context",

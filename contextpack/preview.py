@@ -8,7 +8,7 @@ it was cut, each hit left out and why, and what became of each query term.
 It runs ``contextpack.application.explain_context``: the same retrieval and builder as prepare,
 in one read snapshot. It writes nothing (no source is captured, so the previewed prompt
 never joins the prompt history), is not counted in the metrics, and logs nothing but the
-route (``powercontext.middleware.AccessLogMiddleware``). The prompt travels in a POST body,
+route (``server.middleware.AccessLogMiddleware``). The prompt travels in a POST body,
 never in the URL, where a proxy or the browser history would keep it.
 """
 

@@ -3,7 +3,7 @@ calls one service or selector, and renders.
 
 The agent proposes, lists and gets; a person's token lists and gets. Deciding (approve,
 reject, revise) is a human act: it needs the personal token of a user with the review
-permission (``powercontext.api.auth.OPERATION_ROLES``), checked before the body is
+permission (``role = Role.DECIDE`` on the view), checked before the body is
 validated, so anyone else gets 403 ``permission_denied`` whatever they send.
 """
 
@@ -24,6 +24,7 @@ from experience.serializers import (
     ExperienceProposeInput,
 )
 from experience.values import Proposal
+from powercontext.api.auth import Role
 from powercontext.api.openapi_examples import AGENT_ONLY, REVIEWER_ONLY
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
@@ -34,7 +35,7 @@ CANDIDATE_TAGS = ["artifact-candidates"]
 
 
 class ReviewerView(ApiView):
-    """A decision: ``OPERATION_ROLES`` lets only a person with the review permission in."""
+    """A decision: its ``Role.DECIDE`` lets only a person with the review permission in."""
 
     @property
     def reviewer(self):
@@ -43,6 +44,9 @@ class ReviewerView(ApiView):
 
 class ExperienceProposeView(ApiView):
     operation = "propose_experience"
+    role = Role.WRITE
+    input_serializer = ExperienceProposeInput
+    render = staticmethod(rendering.candidate)
 
     @extend_schema(
         operation_id="propose_experience",
@@ -72,9 +76,12 @@ class ExperienceProposeView(ApiView):
         examples=[examples.PROPOSE_REQUEST],
     )
     def post(self, request):
-        data = self.validated(ExperienceProposeInput)
+        return self.operate(status=201)
+
+    @staticmethod
+    def perform(data):
         target = data.get("target")
-        candidate = services.experience_propose(
+        return services.experience_propose(
             scope_id=data["scope_id"],
             proposal=Proposal.from_payload(data["proposal"]),
             source_refs=data["source_refs"],
@@ -82,11 +89,13 @@ class ExperienceProposeView(ApiView):
             target=None if target is None else ArtifactRef.from_payload(target),
             reason=data.get("reason"),
         )
-        return self.respond(rendering.candidate(candidate), status=201)
 
 
 class ExperienceGetView(ApiView):
     operation = "get_experience"
+    role = Role.READ
+    input_serializer = ExperienceGetInput
+    render = staticmethod(rendering.approved_experience)
 
     @extend_schema(
         operation_id="get_experience",
@@ -110,19 +119,22 @@ class ExperienceGetView(ApiView):
         "422 `invalid_request` for a bad field.",
     )
     def post(self, request):
-        data = self.validated(ExperienceGetInput)
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
         artifact = data["artifact"]
-        found = selectors.experience_get(
+        return selectors.experience_get(
             scope_id=data["scope_id"],
             family=artifact["family"],
             artifact_id=artifact["artifact_id"],
             revision=artifact["revision"],
         )
-        return self.respond(rendering.approved_experience(found))
 
 
 class CandidateListView(ApiView):
     operation = "list_artifact_candidates"
+    role = Role.READ
 
     @extend_schema(
         operation_id="list_artifact_candidates",
@@ -159,6 +171,7 @@ class CandidateListView(ApiView):
 
 class CandidateGetView(ApiView):
     operation = "get_artifact_candidate"
+    role = Role.READ
 
     @extend_schema(
         operation_id="get_artifact_candidate",
@@ -194,6 +207,7 @@ class CandidateGetView(ApiView):
 
 class CandidateApproveView(ReviewerView):
     operation = "approve_artifact_candidate"
+    role = Role.DECIDE
 
     @extend_schema(
         operation_id="approve_artifact_candidate",
@@ -235,6 +249,7 @@ class CandidateApproveView(ReviewerView):
 
 class CandidateRejectView(ReviewerView):
     operation = "reject_artifact_candidate"
+    role = Role.DECIDE
 
     @extend_schema(
         operation_id="reject_artifact_candidate",
@@ -274,6 +289,7 @@ class CandidateRejectView(ReviewerView):
 
 class CandidateReviseView(ReviewerView):
     operation = "revise_artifact_candidate"
+    role = Role.DECIDE
 
     @extend_schema(
         operation_id="revise_artifact_candidate",

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import F, Q
 
+from experience.exceptions import CandidateConflict, CandidateNotFound
 from experience.models import Candidate, CandidateStatus, CandidateVersion
 from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import TERM_COUNTS
@@ -27,12 +28,7 @@ from experience.values import (
 )
 from powercontext.artifacts import revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
-from powercontext.exceptions import (
-    ArtifactNotFound,
-    CandidateConflict,
-    CandidateNotFound,
-    InvalidRequest,
-)
+from powercontext.exceptions import ArtifactNotFound, InvalidRequest
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import SearchInconsistent

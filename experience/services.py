@@ -17,6 +17,7 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from experience.exceptions import CandidateConflict, CandidateNotFound, CandidateTerminal
 from experience.models import (
     REVIEW_PERMISSION,
     Candidate,
@@ -42,9 +43,6 @@ from powercontext.artifacts import canonical_json, head_advance, head_revision, 
 from powercontext.capabilities import capabilities
 from powercontext.exceptions import (
     ArtifactNotFound,
-    CandidateConflict,
-    CandidateNotFound,
-    CandidateTerminal,
     InvalidRequest,
     PermissionDenied,
     RevisionConflict,

@@ -2,7 +2,7 @@
 
 A personal token authenticates a person. With the review permission they may read and
 decide candidates; without it they may only read. Neither writes Memory, proposes or
-captures: that is the agent token's work (``powercontext.api.auth.OPERATION_ROLES``).
+captures: that is the agent token's work (``powercontext.api.auth.Role``, on each view).
 
 ``settings.POWERCONTEXT_REVIEWER_TOKEN_FINDER`` points at :func:`person_for_token`, which
 ``powercontext.api.auth`` calls for a bearer that is not the agents' token. Only a SHA-256

@@ -20,6 +20,7 @@ from memory.serializers import (
     MemoryWriteOutput,
 )
 from memory.values import Citation
+from powercontext.api.auth import Role
 from powercontext.api.openapi_examples import AGENT_ONLY
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
@@ -29,6 +30,9 @@ TAGS = ["memory"]
 
 class MemoryRememberView(ApiView):
     operation = "remember_memory"
+    role = Role.WRITE
+    input_serializer = MemoryRememberInput
+    render = staticmethod(rendering.write_result)
 
     @extend_schema(
         operation_id="remember_memory",
@@ -60,19 +64,24 @@ class MemoryRememberView(ApiView):
         "for a bad field (`text` is NFC-normalised, trimmed, then 1 to 8192 UTF-8 bytes).",
     )
     def post(self, request):
-        data = self.validated(MemoryRememberInput)
-        result = services.memory_remember(
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
+        return services.memory_remember(
             scope_id=data["scope_id"],
             kind=data["kind"],
             text=data["text"],
             reason=data.get("reason"),
             expected_revision=data.get("expected_revision"),
         )
-        return self.respond(rendering.write_result(result))
 
 
 class MemorySearchView(ApiView):
     operation = "search_memory"
+    role = Role.READ
+    input_serializer = MemorySearchInput
+    render = staticmethod(rendering.search_result)
 
     @extend_schema(
         operation_id="search_memory",
@@ -98,18 +107,23 @@ class MemorySearchView(ApiView):
         "now, `/health/ready` says why); 422 `invalid_request` for a bad field.",
     )
     def post(self, request):
-        data = self.validated(MemorySearchInput)
-        found = selectors.memory_search(
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
+        return selectors.memory_search(
             scope_id=data["scope_id"],
             query=data["query"],
             limit=data["limit"],
             mode=data["mode"],
         )
-        return self.respond(rendering.search_result(found))
 
 
 class MemoryEntriesListView(ApiView):
     operation = "list_memory_entries"
+    role = Role.READ
+    input_serializer = MemoryEntriesListInput
+    render = staticmethod(rendering.entry_page)
 
     @extend_schema(
         operation_id="list_memory_entries",
@@ -134,18 +148,23 @@ class MemoryEntriesListView(ApiView):
         "filters or another scope.",
     )
     def post(self, request):
-        data = self.validated(MemoryEntriesListInput)
-        found = selectors.memory_entries_list(
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
+        return selectors.memory_entries_list(
             scope_id=data["scope_id"],
             include_inactive=data["include_inactive"],
             limit=data["limit"],
             cursor=data.get("cursor"),
         )
-        return self.respond(rendering.entry_page(found))
 
 
 class MemoryEntryGetView(ApiView):
     operation = "get_memory_entry"
+    role = Role.READ
+    input_serializer = MemoryEntryGetInput
+    render = staticmethod(rendering.entry)
 
     @extend_schema(
         operation_id="get_memory_entry",
@@ -170,15 +189,20 @@ class MemoryEntryGetView(ApiView):
         "does not hold that entry version; 422 `invalid_request` for a bad field.",
     )
     def post(self, request):
-        data = self.validated(MemoryEntryGetInput)
-        found = selectors.memory_entry_get(
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
+        return selectors.memory_entry_get(
             scope_id=data["scope_id"], citation=Citation.from_payload(data["citation"])
         )
-        return self.respond(rendering.entry(found))
 
 
 class MemoryEntryReviseView(ApiView):
     operation = "revise_memory_entry"
+    role = Role.WRITE
+    input_serializer = MemoryEntryReviseInput
+    render = staticmethod(rendering.write_result)
 
     @extend_schema(
         operation_id="revise_memory_entry",
@@ -207,19 +231,24 @@ class MemoryEntryReviseView(ApiView):
         "`invalid_request` for a bad field.",
     )
     def post(self, request):
-        data = self.validated(MemoryEntryReviseInput)
-        result = services.memory_entry_revise(
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
+        return services.memory_entry_revise(
             scope_id=data["scope_id"],
             citation=Citation.from_payload(data["citation"]),
             kind=data["kind"],
             text=data["text"],
             reason=data.get("reason"),
         )
-        return self.respond(rendering.write_result(result))
 
 
 class MemoryEntryRetireView(ApiView):
     operation = "retire_memory_entry"
+    role = Role.WRITE
+    input_serializer = MemoryEntryStateInput
+    render = staticmethod(rendering.write_result)
 
     @extend_schema(
         operation_id="retire_memory_entry",
@@ -247,17 +276,20 @@ class MemoryEntryRetireView(ApiView):
         "`invalid_request` for a bad field.",
     )
     def post(self, request):
-        data = self.validated(MemoryEntryStateInput)
-        result = services.memory_entry_retire(
+        return self.operate()
+
+    @staticmethod
+    def perform(data):
+        return services.memory_entry_retire(
             scope_id=data["scope_id"],
             citation=Citation.from_payload(data["citation"]),
             reason=data.get("reason"),
         )
-        return self.respond(rendering.write_result(result))
 
 
 class MemoryEntryReactivateView(ApiView):
     operation = "reactivate_memory_entry"
+    role = Role.WRITE
 
     @extend_schema(
         operation_id="reactivate_memory_entry",
@@ -295,6 +327,7 @@ class MemoryEntryReactivateView(ApiView):
 
 class MemoryChangesView(ApiView):
     operation = "memory_changes"
+    role = Role.READ
 
     @extend_schema(
         operation_id="memory_changes",

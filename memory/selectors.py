@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
+from memory.exceptions import MemoryNotFound
 from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow, MemoryTermStat
 from memory.search_index import MEMORY_INDEX
 from memory.values import (
@@ -26,12 +27,7 @@ from memory.values import (
 )
 from powercontext.artifacts import head_revision, revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
-from powercontext.exceptions import (
-    ArtifactNotFound,
-    CapabilityNotSupported,
-    InvalidRequest,
-    MemoryNotFound,
-)
+from powercontext.exceptions import ArtifactNotFound, CapabilityNotSupported, InvalidRequest
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.refs import artifact_refs, source_refs

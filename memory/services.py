@@ -21,6 +21,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from memory.exceptions import MemoryEntryInactive
 from memory.models import (
     ManifestState,
     MemoryActiveEntry,
@@ -49,7 +50,7 @@ from powercontext.artifacts import (
     revision_append,
     tagged_sha256,
 )
-from powercontext.exceptions import MemoryEntryInactive, PowerContextError, RevisionConflict
+from powercontext.exceptions import PowerContextError, RevisionConflict
 from powercontext.search import scope_token, vectors
 from powercontext.term_counts import TermCounts
 

@@ -1,7 +1,14 @@
 """Domain errors. Services raise these; the API maps them to the documented error shape
 (``powercontext.api.errors``) and the admin to messages. Messages never carry user data.
+
+The kernel keeps the generic ones (and those of its own records: artifacts, sources); a
+family declares its own beside its services (``memory/exceptions.py``,
+``experience/exceptions.py``). Each class carries its API ``code`` and HTTP ``status``:
+the error mapping and the metrics' closed set of codes (``error_codes``) are read from the
+classes, so a new error needs no table.
 """
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 
@@ -37,14 +44,6 @@ class ArtifactNotFound(PowerContextError):
     code, status, default_message = "artifact_not_found", 404, "Artifact or revision not found."
 
 
-class MemoryNotFound(PowerContextError):
-    code, status, default_message = "memory_not_found", 404, "Memory entry version not found."
-
-
-class CandidateNotFound(PowerContextError):
-    code, status, default_message = "candidate_not_found", 404, "Candidate not found."
-
-
 class SourceConflict(PowerContextError):
     code, status = "source_conflict", 409
     default_message = "A different payload was already captured under this source id."
@@ -53,20 +52,6 @@ class SourceConflict(PowerContextError):
 class RevisionConflict(PowerContextError):
     code, status = "revision_conflict", 409
     default_message = "The artifact has moved on; re-read it and retry."
-
-
-class MemoryEntryInactive(PowerContextError):
-    code, status, default_message = "memory_entry_inactive", 409, "The memory entry is retired."
-
-
-class CandidateConflict(PowerContextError):
-    code, status = "candidate_conflict", 409
-    default_message = "The candidate has a newer version; re-read it and retry."
-
-
-class CandidateTerminal(PowerContextError):
-    code, status = "candidate_terminal", 409
-    default_message = "The candidate has already been decided."
 
 
 class InsufficientStorage(PowerContextError):
@@ -83,3 +68,17 @@ class InsufficientStorage(PowerContextError):
 
     def __init__(self, reason: str):
         super().__init__(self._MESSAGES[reason], details={"reason": reason})
+
+
+def _with_subclasses(error: type[PowerContextError]) -> Iterator[type[PowerContextError]]:
+    yield error
+    for subclass in error.__subclasses__():
+        yield from _with_subclasses(subclass)
+
+
+def error_codes() -> frozenset[str]:
+    """The code of every domain error defined: the kernel's and those of every family
+    module imported (a code is only ever answered by raising its class, so the set is
+    complete for every code seen). Read from the classes each time: a closed set, which
+    no caller can add to."""
+    return frozenset(error.code for error in _with_subclasses(PowerContextError))

@@ -9,14 +9,14 @@ What is recorded, and nothing else:
   seen, items included, items truncated, items skipped for budget).
 
 No label ever carries a scope, a query, a snippet, an entry or candidate id or any other
-caller data: every label value is taken from a closed set here (route patterns come from
-the URLconf, unknown methods and codes become ``other``), so a caller cannot create a
-series either.
+caller data: every label value is taken from a closed set (route patterns come from the
+URLconf, error codes from the API's error classes, ``powercontext.api.errors.error_codes``;
+unknown methods and codes become ``other``), so a caller cannot create a series either.
 
 The metrics live in one registry owned by the application (``REGISTRY``), not in
 prometheus_client's global default one: a scrape shows PowerContext's metrics only (no
 process or platform collectors that some other import registered), and tests can read it
-without interference. ``/metrics`` (``powercontext.api.metrics_view``) serves it.
+without interference. ``/metrics`` (``server.metrics_view``) serves it.
 
 Processes: ``manage.py serve`` is one waitress process whose worker threads share these
 in-memory metrics (prometheus_client's metrics are thread-safe), so one scrape sees every
@@ -28,33 +28,10 @@ handles.
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from powercontext.api.errors import error_codes
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-# DESIGN.md §4: every error code the API answers with, a closed set.
-ERROR_CODES = frozenset(
-    {
-        "invalid_request",
-        "capability_not_supported",
-        "unauthorized",
-        "permission_denied",
-        "not_found",
-        "artifact_not_found",
-        "memory_not_found",
-        "candidate_not_found",
-        "method_not_allowed",
-        "not_acceptable",
-        "source_conflict",
-        "revision_conflict",
-        "memory_entry_inactive",
-        "candidate_conflict",
-        "candidate_terminal",
-        "payload_too_large",
-        "unsupported_media_type",
-        "throttled",
-        "internal_error",
-        "insufficient_storage",
-    }
-)
 # An error response without the API's error shape (an admin page, a health check's 503).
 OTHER = "other"
 UNMATCHED = "<unmatched>"
@@ -137,7 +114,7 @@ def observe_request(
         status_class=status_class(status),
     ).observe(seconds)
     if status >= 400:
-        code = error_code if error_code in ERROR_CODES else OTHER
+        code = error_code if error_code in error_codes() else OTHER
         http_errors.labels(operation=operation, code=code).inc()
 
 

@@ -3,7 +3,7 @@
 Such a failure is the operator's to fix, not a bug, so it is recognised here wherever the
 engine reports it (SQLite, OceanBase, the operating system), answered with the documented
 507 ``insufficient_storage`` (``powercontext.api.errors``) and reported by readiness
-(``powercontext.health``) until the storage takes writes again. A failed write is rolled
+(``server.health``) until the storage takes writes again. A failed write is rolled
 back whole by its transaction, so what was acknowledged before stays as it was.
 """
 

@@ -51,7 +51,7 @@ class Exchange:
     status: int
     content_type: str
     body: bytes
-    # The request's Host or Origin is foreign (``powercontext.origin_policy``): every route
+    # The request's Host or Origin is foreign (``server.origin_policy``): every route
     # answers such a request 403 before any view runs, which the operations do not list.
     foreign: bool = False
 
@@ -160,7 +160,7 @@ def _exchange(request: dict[str, Any], response: Any) -> Exchange | None:
         return None
     from django.conf import settings
 
-    from powercontext import origin_policy
+    from server import origin_policy
 
     refused = origin_policy.refusal(
         request.get("HTTP_HOST"), request.get("HTTP_ORIGIN"), settings.POWERCONTEXT_ALLOWED_HOSTS

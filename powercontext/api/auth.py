@@ -14,9 +14,9 @@ Two kinds of token, two kinds of caller:
   proposes or captures: that is the agent's work, and what an agent writes is what the
   hook puts in front of it, so a leaked or shared personal token must not be a way in.
 
-``OPERATION_ROLES`` says which role each operation needs; the views declare their
-operation (``ApiView.operation``) and the MCP tools use their own names, which are the
-same operation ids.
+Each view says which role its operation needs (``ApiView.role``, beside its
+``operation``: its OpenAPI operation id), and an MCP tool runs its view's operation, so it
+takes the same role (``powercontext.api.mcp``). A view without a role is refused.
 """
 
 import hmac
@@ -51,36 +51,9 @@ class Role(Enum):
     DECIDE = "decide"  # a person with the review permission only
 
 
-# The one place that says which operation needs which role. Keys are the OpenAPI
-# operation ids (and the MCP tool names); ``metrics`` is ``GET /metrics``. A test checks
-# that every route's view names one of these.
-OPERATION_ROLES: dict[str, Role] = {
-    "capabilities": Role.READ,
-    "metrics": Role.READ,
-    "capture_content_source": Role.WRITE,
-    "remember_memory": Role.WRITE,
-    "search_memory": Role.READ,
-    "list_memory_entries": Role.READ,
-    "get_memory_entry": Role.READ,
-    "revise_memory_entry": Role.WRITE,
-    "retire_memory_entry": Role.WRITE,
-    "reactivate_memory_entry": Role.WRITE,
-    "memory_changes": Role.READ,
-    "prepare_context": Role.READ,
-    "propose_experience": Role.WRITE,
-    "get_experience": Role.READ,
-    "list_artifact_candidates": Role.READ,
-    "get_artifact_candidate": Role.READ,
-    "approve_artifact_candidate": Role.DECIDE,
-    "reject_artifact_candidate": Role.DECIDE,
-    "revise_artifact_candidate": Role.DECIDE,
-}
-
-
-def permit(caller: Caller, operation: str) -> None:
-    """PermissionDenied unless ``caller`` may run ``operation``. An operation missing from
-    the table is refused: a new one is closed until it is given a role."""
-    role = OPERATION_ROLES.get(operation)
+def permit(caller: Caller, role: Role | None, operation: str) -> None:
+    """PermissionDenied unless ``caller`` holds ``role``, the role ``operation`` needs. An
+    operation without a role is refused: a new one is closed until it is given one."""
     if role is Role.READ:
         return
     if role is Role.WRITE:
@@ -155,10 +128,10 @@ def person_for_token(token: str) -> tuple[object, bool] | None:
 
 
 class IsCaller(BasePermission):
-    """Any authenticated caller, allowed the view's ``operation`` by ``OPERATION_ROLES``."""
+    """Any authenticated caller that holds the view's ``role``."""
 
     def has_permission(self, request, view):
         if not isinstance(request.user, Caller):
             raise NotAuthenticated()
-        permit(request.user, getattr(view, "operation", ""))
+        permit(request.user, getattr(view, "role", None), getattr(view, "operation", ""))
         return True

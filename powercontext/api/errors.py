@@ -16,13 +16,13 @@ from django.http import JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from powercontext import storage
+from powercontext import exceptions, storage
 from powercontext.exceptions import InsufficientStorage, PowerContextError
 
 logger = logging.getLogger("powercontext.errors")
 
 # Set on every error response built here: the metrics' error category
-# (``powercontext.middleware``) without reading the body back.
+# (``server.middleware``) without reading the body back.
 ERROR_CODE_ATTRIBUTE = "powercontext_error_code"
 
 
@@ -65,6 +65,18 @@ _DRF_CODES: list[tuple[type[drf.APIException], int, str]] = [
     (drf.NotAcceptable, 406, "not_acceptable"),
     (drf.Throttled, 429, "throttled"),
 ]
+# The codes answered outside the domain errors: DRF's refusals above, a body DRF could
+# not parse, a body too large (the server's limit), no such route, an unexpected failure.
+_PROTOCOL_CODES = frozenset(
+    {code for _, _, code in _DRF_CODES}
+    | {"invalid_request", "payload_too_large", "not_found", "internal_error"}
+)
+
+
+def error_codes() -> frozenset[str]:
+    """Every code the API answers with (DESIGN.md §4), a closed set: the protocol's and
+    each domain error's, read from its class (``powercontext.exceptions.error_codes``)."""
+    return _PROTOCOL_CODES | exceptions.error_codes()
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:

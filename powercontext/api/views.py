@@ -2,18 +2,25 @@
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
-from powercontext.api.auth import BearerAuthentication, IsCaller
+from powercontext.api.auth import BearerAuthentication, IsCaller, Role
 
 
 class ApiView(APIView):
     authentication_classes = [BearerAuthentication]
-    # Checked against ``powercontext.api.auth.OPERATION_ROLES``: every view names its
-    # operation (its OpenAPI operation id), and one without a role is refused.
+    # Every view names its operation (its OpenAPI operation id) and the role the caller
+    # needs for it (``powercontext.api.auth``); one without a role is refused.
     permission_classes = [IsCaller]
     operation = ""
+    role: Role | None = None
+    # An operation that is also an MCP tool names its input serializer, puts its one
+    # service or selector call in ``perform`` and its rendering in ``render``: the view's
+    # ``post`` (``operate``) and the tool (``powercontext.api.mcp.run``) both run these.
+    input_serializer: type[Serializer] | None = None
     # No OPTIONS self-description: each operation is its documented method alone (the
     # OpenAPI document describes it), anything else is 405 ``method_not_allowed``.
     metadata_class = None
@@ -26,3 +33,20 @@ class ApiView(APIView):
     @staticmethod
     def respond(payload: Any, status: int = 200) -> Response:
         return Response(payload, status=status)
+
+    @staticmethod
+    def perform(data: dict[str, Any]) -> Any:
+        """The operation's one service or selector call, on validated ``data``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def render(result: Any) -> Any:
+        """``perform``'s result as the operation's response body."""
+        raise NotImplementedError
+
+    def operate(self, status: int = 200) -> Response:
+        """Validate with ``input_serializer``, ``perform``, ``render``: the operation."""
+        if self.input_serializer is None:
+            raise ImproperlyConfigured(f"{type(self).__name__} has no input_serializer.")
+        data = self.validated(self.input_serializer)
+        return self.respond(self.render(self.perform(data)), status=status)

@@ -1,7 +1,7 @@
 """A live PowerContext server for the client and MCP tests.
 
-The production WSGI application (``powercontext.server.wsgi``: Django plus ``/mcp``) served by
-the production server class (waitress, ``powercontext.server.serving.Server``) on a free
+The production WSGI application (``server.wsgi``: Django plus ``/mcp``) served by
+the production server class (waitress, ``server.serving.Server``) on a free
 loopback port, in a thread of the test process: it uses the test database, and the
 ``settings`` fixture's overrides (the API token, the body limit) apply to it.
 """
@@ -11,15 +11,15 @@ import threading
 
 import pytest
 
-from powercontext.server.serving import Server
 from powercontext_client import AsyncPowerContextClient, PowerContextClient
+from server.serving import Server
 
 SCOPE = "git:example.com/acme/client-widgets"
 
 
 @pytest.fixture
 def live_url(transactional_db):
-    from powercontext.server.wsgi import application
+    from server.wsgi import application
 
     server = Server(application, host="127.0.0.1", port=0, threads=4)
     thread = threading.Thread(target=server.run, kwargs={"grace": 2.0}, daemon=True)

@@ -47,7 +47,7 @@ def environment(home: Path) -> dict[str, str]:
     env.update(
         POWERCONTEXT_HOME=str(home),
         POWERCONTEXT_API_TOKEN=AGENT_TOKEN,
-        DJANGO_SETTINGS_MODULE="powercontext.server.settings",
+        DJANGO_SETTINGS_MODULE="server.settings",
         PYTHONUNBUFFERED="1",
     )
     return env

@@ -116,7 +116,7 @@ def test_works_on_a_fresh_data_directory_before_the_first_serve(tmp_path):
     env = {
         **os.environ,
         "POWERCONTEXT_HOME": str(tmp_path / "home"),
-        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
+        "DJANGO_SETTINGS_MODULE": "server.settings",
     }
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     done = subprocess.run(

@@ -5,14 +5,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from experience import services
+from experience.exceptions import CandidateConflict, CandidateTerminal
 from experience.models import Candidate, CandidateStatus, CandidateVersion, ExperienceTermStat
 from experience.values import Proposal
-from powercontext.exceptions import (
-    CandidateConflict,
-    CandidateTerminal,
-    InvalidRequest,
-    PermissionDenied,
-)
+from powercontext.exceptions import InvalidRequest, PermissionDenied
 from powercontext.models import ArtifactHead, ArtifactRevision
 from tests.conftest import engine
 from tests.experience.conftest import (

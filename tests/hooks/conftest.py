@@ -388,7 +388,7 @@ def powercontext_server(tmp_path_factory):
         os.environ,
         POWERCONTEXT_HOME=str(home),
         POWERCONTEXT_API_TOKEN=LIVE_TOKEN,
-        DJANGO_SETTINGS_MODULE="powercontext.server.settings",
+        DJANGO_SETTINGS_MODULE="server.settings",
     )
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     env.pop("POWERCONTEXT_TEST_DATABASE", None)

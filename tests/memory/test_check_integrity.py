@@ -382,7 +382,7 @@ def test_exit_status_from_the_command_line(tmp_path):
     env = {
         **os.environ,
         "POWERCONTEXT_HOME": str(tmp_path),
-        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
+        "DJANGO_SETTINGS_MODULE": "server.settings",
     }
     env.pop("POWERCONTEXT_DATABASE_URL", None)
 

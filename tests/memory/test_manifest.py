@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory import services
+from memory.exceptions import MemoryEntryInactive, MemoryNotFound
 from memory.models import MemoryManifestRow
 from memory.selectors import memory_entries_list, resolve_citation
 from memory.values import Citation
-from powercontext.exceptions import MemoryEntryInactive, MemoryNotFound
 
 pytestmark = pytest.mark.django_db
 

@@ -325,7 +325,7 @@ def test_readers_see_the_old_complete_index_until_the_rebuild_commits(tmp_path):
     env = {
         **os.environ,
         "POWERCONTEXT_HOME": str(tmp_path),
-        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
+        "DJANGO_SETTINGS_MODULE": "server.settings",
     }
     env.pop("POWERCONTEXT_DATABASE_URL", None)
     completed = subprocess.run(

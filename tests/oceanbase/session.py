@@ -1,4 +1,4 @@
-"""The test session's OceanBase, for ``powercontext/server/settings_test.py``.
+"""The test session's OceanBase, for ``server/settings_test.py``.
 
 Settings call ``oceanbase_url()`` while being imported, before Django starts. The first
 call starts the server (see ``tests.oceanbase.seekdb.start_test_oceanbase``: the URL in

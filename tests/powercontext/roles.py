@@ -12,6 +12,7 @@ from experience.models import Candidate, CandidateVersion
 from experience.values import Proposal
 from memory import rendering as memory_rendering
 from memory import services as memory_services
+from powercontext.api.auth import Role
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.sources import source_capture
 
@@ -25,6 +26,30 @@ PROPOSAL = {
     "lesson": "Test migrations with the importer.",
 }
 SOURCE = {"name": "content", "source_id": "prompt-1"}
+# The role each operation needs, as the tests expect it: each view declares its own
+# (``role = Role.WRITE``) and the MCP tools take their view's; this table is what they are
+# held to, so a view that changed its role fails here.
+OPERATION_ROLES: dict[str, Role] = {
+    "capabilities": Role.READ,
+    "metrics": Role.READ,
+    "capture_content_source": Role.WRITE,
+    "remember_memory": Role.WRITE,
+    "search_memory": Role.READ,
+    "list_memory_entries": Role.READ,
+    "get_memory_entry": Role.READ,
+    "revise_memory_entry": Role.WRITE,
+    "retire_memory_entry": Role.WRITE,
+    "reactivate_memory_entry": Role.WRITE,
+    "memory_changes": Role.READ,
+    "prepare_context": Role.READ,
+    "propose_experience": Role.WRITE,
+    "get_experience": Role.READ,
+    "list_artifact_candidates": Role.READ,
+    "get_artifact_candidate": Role.READ,
+    "approve_artifact_candidate": Role.DECIDE,
+    "reject_artifact_candidate": Role.DECIDE,
+    "revise_artifact_candidate": Role.DECIDE,
+}
 # Routes outside the OpenAPI document (their body is not JSON), with their method.
 UNDOCUMENTED = {"/metrics": ("get", "metrics")}
 

@@ -13,7 +13,10 @@ import prometheus_client
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from powercontext import metrics
+from experience import exceptions as experience_exceptions
+from memory import exceptions as memory_exceptions
+from powercontext import exceptions, metrics
+from powercontext.api.errors import error_codes
 from tests.conftest import ApiClient, error_code
 
 pytestmark = pytest.mark.django_db
@@ -170,7 +173,7 @@ def test_the_scrape_never_names_a_scope_query_snippet_path_or_id(agent, monkeypa
             elif label == "method":
                 assert label_value in metrics.METHODS | {"other"}
             elif label == "code":
-                assert label_value in metrics.ERROR_CODES | {"other"}
+                assert label_value in error_codes() | {"other"}
             elif label == "outcome":
                 assert label_value in metrics.PREPARE_OUTCOMES
             elif label == "search_mode":
@@ -225,7 +228,7 @@ def test_plain_text_accept_is_served_not_refused(agent):
 
 def mcp_request(method: str) -> str:
     """The status line ``/mcp`` answers, through the WSGI wrapper that serves it."""
-    from powercontext.server.mcp.http import McpApplication, with_mcp
+    from server.mcp.http import McpApplication, with_mcp
 
     def django_app(environ, start_response):
         raise AssertionError("/mcp never reaches Django")
@@ -265,6 +268,54 @@ def test_mcp_refusals_are_counted_by_error_code_and_known_method(token_required)
     after = [sample(name, label) or 0.0 for name, label in labels]
     assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 0, 1]
     assert [line.rsplit(" ", 1)[0] for line in lines] == ["POST /mcp 401", "other /mcp 405"]
+
+
+def _counted(code: str) -> float:
+    return (
+        metrics.REGISTRY.get_sample_value(
+            "powercontext_http_errors_total", {"operation": "/v1/x", "code": code}
+        )
+        or 0.0
+    )
+
+
+def _observe(code: str, status: int) -> None:
+    metrics.observe_request(
+        operation="/v1/x", method="POST", status=status, seconds=0.001, error_code=code
+    )
+
+
+def _errors(module) -> list[type[exceptions.PowerContextError]]:
+    return [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, exceptions.PowerContextError)
+    ]
+
+
+@pytest.mark.parametrize(
+    "error",
+    sorted(
+        {*_errors(exceptions), *_errors(memory_exceptions), *_errors(experience_exceptions)},
+        key=lambda error: error.__name__,
+    ),
+    ids=lambda error: error.__name__,
+)
+def test_each_domain_error_is_counted_under_its_own_code(error):
+    before = _counted(error.code)
+    _observe(error.code, error.status)
+    assert _counted(error.code) == before + 1
+
+
+def test_a_new_domain_error_is_counted_by_its_class_alone_and_a_made_up_code_is_other():
+    class WidgetJammed(exceptions.PowerContextError):
+        code, status = "widget_jammed", 409
+
+    assert "widget_jammed" in error_codes()
+    before = _counted("widget_jammed"), _counted("other")
+    _observe("widget_jammed", 409)
+    _observe("made_up_by_a_caller", 409)
+    assert (_counted("widget_jammed"), _counted("other")) == (before[0] + 1, before[1] + 1)
 
 
 def test_the_registry_is_the_apps_own():

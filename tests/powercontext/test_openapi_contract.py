@@ -7,7 +7,7 @@ import json
 import pytest
 from rest_framework.response import Response
 
-from powercontext.api.system import HealthLiveView
+from server.system import HealthLiveView
 from tests.openapi_contract import ContractViolation, Exchange, check
 
 LIVE = {"status": "live", "checks": {}}

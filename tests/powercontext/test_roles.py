@@ -1,7 +1,9 @@
-"""Who may call what (``powercontext.api.auth.OPERATION_ROLES``), on every ``/v1/`` route:
+"""Who may call what (each view's ``role``), on every ``/v1/`` route:
 the agent token reads and writes, a person's token reads, and decides only with the
 review permission; nobody else gets past 401. The route list is the URLconf's and the
 OpenAPI document's, checked to agree, so a new route cannot be left out."""
+
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -9,12 +11,14 @@ from django.contrib.auth import get_user_model
 from django.urls import get_resolver
 
 from experience import services as experience_services
-from powercontext.api.auth import OPERATION_ROLES, Role
+from powercontext.api.auth import AGENT, Caller, IsCaller, Role
 from powercontext.api.views import ApiView
+from powercontext.exceptions import PermissionDenied
 from tests.conftest import ApiClient, error_code
 from tests.powercontext.roles import (
     AGENT_TOKEN,
     OPENAPI,
+    OPERATION_ROLES,
     body,
     documented_routes,
     fingerprint,
@@ -50,6 +54,8 @@ def test_the_routes_tested_are_every_api_route_of_the_urlconf():
         # Each view checks the role of the operation the document names for its route.
         assert views[path].operation == operation, path
         assert operation in OPERATION_ROLES, operation
+        # ... and declares the role the operation needs.
+        assert views[path].role is OPERATION_ROLES[operation], path
 
 
 def test_every_operation_that_may_be_refused_documents_403():
@@ -113,3 +119,12 @@ def test_without_an_agent_token_a_personal_token_still_only_reads(
     search = ApiClient(client, tokens["reader"]).post("/v1/memory/search", body("search_memory", w))
     assert search.status_code == 200
     assert ApiClient(client).post(path, body(operation, w)).status_code in (200, 201)
+
+
+@pytest.mark.parametrize("caller", [AGENT, Caller("person", None, may_decide=True)])
+def test_a_view_without_a_role_is_refused_to_every_caller(caller):
+    class NewView(ApiView):
+        operation = "new_operation"
+
+    with pytest.raises(PermissionDenied, match="No role is defined for 'new_operation'"):
+        IsCaller().has_permission(SimpleNamespace(user=caller), NewView())

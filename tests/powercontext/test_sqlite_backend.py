@@ -14,7 +14,8 @@ from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from powercontext import analyzer, config
+from powercontext import analyzer
+from server import config
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "sqlite", reason="the SQLite engine only (the suite runs on OceanBase)"
@@ -105,7 +106,7 @@ def test_sqleans_bundled_extensions_stay_off_whatever_the_environment():
     environment = {
         **os.environ,
         "SQLEAN_ENABLE": "1",
-        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
+        "DJANGO_SETTINGS_MODULE": "server.settings",
         "POWERCONTEXT_DATABASE_URL": "sqlite://",
     }
     result = subprocess.run(

@@ -17,7 +17,7 @@ from django.db import OperationalError, connection
 
 from powercontext import storage
 from powercontext.api.errors import error_body_for
-from powercontext.health import readiness
+from server.health import readiness
 from tests.conftest import engine, error_code, sqlite_only
 
 SCOPE = "scope-a"
@@ -213,7 +213,7 @@ def test_without_a_database_file_a_failure_is_held_for_a_while(monkeypatch, fres
 
 
 def test_metrics_count_the_507_under_its_own_code():
-    from powercontext import metrics
+    from powercontext.api.errors import error_codes
     from powercontext.exceptions import InsufficientStorage
 
-    assert InsufficientStorage.code in metrics.ERROR_CODES
+    assert InsufficientStorage.code in error_codes()

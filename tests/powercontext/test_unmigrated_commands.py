@@ -24,7 +24,7 @@ def manage(tmp_path):
     env = {
         **os.environ,
         "POWERCONTEXT_HOME": str(tmp_path / "home"),
-        "DJANGO_SETTINGS_MODULE": "powercontext.server.settings",
+        "DJANGO_SETTINGS_MODULE": "server.settings",
         "DJANGO_SUPERUSER_PASSWORD": "a long enough password 1",
     }
     env.pop("POWERCONTEXT_DATABASE_URL", None)

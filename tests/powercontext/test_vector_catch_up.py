@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 # The real-process helpers of the serve tests, and their fixture (imported to be used).
-from tests.powercontext.test_serve import REPO_ROOT, _env, _serve, start_process  # noqa: F401
+from tests.server.test_serve import REPO_ROOT, _env, _serve, start_process  # noqa: F401
 
 pytestmark = pytest.mark.slow
 

@@ -22,12 +22,12 @@ from memory import services as memory_services
 from memory.search_index import MEMORY_INDEX
 from memory.values import Citation
 from powercontext import embeddings, maintenance
-from powercontext.health import readiness
 from powercontext.migration_operations import engine_of
 from powercontext.models import ArtifactHead, VectorIndexState
 from powercontext.search import vectors
 from powercontext.search.indexes import SearchIndex
 from powercontext.snapshot import read_snapshot
+from server.health import readiness
 from tests.experience.conftest import SOURCE, capture_source
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,0 +1,188 @@
+"""``manage.py serve``: migrate, then serve PowerContext with waitress."""
+
+import os
+import threading
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.core.servers.basehttp import get_internal_wsgi_application
+from django.db import connections
+
+from powercontext import startup
+from powercontext.search import hybrid
+from powercontext.search.catch_up import CatchUp
+from server import origin_policy
+from server.config import protect_sqlite_files
+from server.serving import (
+    DEFAULT_CONNECTION_LIMIT,
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_HOST,
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    DEFAULT_PORT,
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    DEFAULT_THREADS,
+    BindRefused,
+    Server,
+    check_bind_allowed,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Apply pending migrations, then serve PowerContext (API, admin and its static "
+        "files) with waitress until SIGTERM or SIGINT. Listens on loopback unless "
+        "POWERCONTEXT_API_TOKEN is set."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--host",
+            default=DEFAULT_HOST,
+            help=f"Address to listen on (default {DEFAULT_HOST}). Anything but loopback "
+            "needs POWERCONTEXT_API_TOKEN.",
+        )
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=DEFAULT_PORT,
+            help=f"Port to listen on (default {DEFAULT_PORT}; 0 picks a free one).",
+        )
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=DEFAULT_THREADS,
+            help=f"Worker threads (default {DEFAULT_THREADS}).",
+        )
+        parser.add_argument(
+            "--grace",
+            type=float,
+            default=DEFAULT_GRACE_SECONDS,
+            help="Seconds requests in flight may take to finish after SIGTERM/SIGINT "
+            f"(default {DEFAULT_GRACE_SECONDS:g}).",
+        )
+        parser.add_argument(
+            "--connection-limit",
+            type=int,
+            default=DEFAULT_CONNECTION_LIMIT,
+            help="Client connections held at once; more wait to be accepted "
+            f"(default {DEFAULT_CONNECTION_LIMIT}).",
+        )
+        parser.add_argument(
+            "--idle-timeout",
+            type=int,
+            default=DEFAULT_IDLE_TIMEOUT_SECONDS,
+            help="Seconds a connection may stay open without a request in progress "
+            f"(default {DEFAULT_IDLE_TIMEOUT_SECONDS}).",
+        )
+        parser.add_argument(
+            "--request-timeout",
+            type=float,
+            default=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+            help="Seconds a request (headers and body) may take to arrive; a slower one "
+            f"gets 408 and is closed (default {DEFAULT_REQUEST_TIMEOUT_SECONDS:g}).",
+        )
+        parser.add_argument(
+            "--no-vector-catch-up",
+            action="store_true",
+            help="Do not embed, in the background, the entries whose vectors are missing "
+            "or stale (after an upgrade, a model change, or writes made with the semantic "
+            "channel off); manage.py rebuild_index does it instead.",
+        )
+
+    def handle(
+        self,
+        *args,
+        host,
+        port,
+        threads,
+        grace,
+        connection_limit,
+        idle_timeout,
+        request_timeout,
+        no_vector_catch_up,
+        verbosity,
+        **options,
+    ):
+        if not 0 <= port <= 65535:
+            raise CommandError("--port must be between 0 and 65535.")
+        if threads < 1:
+            raise CommandError("--threads must be at least 1.")
+        if grace < 0:
+            raise CommandError("--grace must not be negative.")
+        if connection_limit < 1:
+            raise CommandError("--connection-limit must be at least 1.")
+        if idle_timeout < 1 or request_timeout <= 0:
+            raise CommandError("--idle-timeout and --request-timeout must be positive.")
+        # Before anything touches the database: a refused start changes nothing.
+        try:
+            check_bind_allowed(host, token_configured=bool(settings.POWERCONTEXT_API_TOKEN))
+        except BindRefused as refused:
+            raise CommandError(str(refused)) from None
+        if os.environ.get("POWERCONTEXT_ALLOWED_HOSTS") and not settings.POWERCONTEXT_API_TOKEN:
+            raise CommandError(
+                "POWERCONTEXT_ALLOWED_HOSTS is set but POWERCONTEXT_API_TOKEN is not: "
+                "without a token only this machine's names are served. Set the token, or "
+                "unset POWERCONTEXT_ALLOWED_HOSTS."
+            )
+        origin_policy.allow_bound_host(host)
+
+        connection = connections["default"]
+        if connection.vendor == "sqlite":
+            protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
+        loading: threading.Thread | None = None
+        catching_up: CatchUp | None = None
+        try:
+            startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
+            # The embedding model loads while the server starts listening, so the first
+            # prompt rarely waits for it (on a machine's first start it also derives the
+            # model's int8 form, a few seconds: powercontext/quantized_model.py). A
+            # request that comes first waits for this load rather than starting another.
+            loading = threading.Thread(target=hybrid.can_embed, name="embedding-model")
+            loading.start()
+            if not no_vector_catch_up:
+                catching_up = CatchUp()
+                catching_up.start()
+            application = get_internal_wsgi_application()
+            try:
+                server = Server(
+                    application,
+                    host=host,
+                    port=port,
+                    threads=threads,
+                    connection_limit=connection_limit,
+                    idle_timeout=idle_timeout,
+                    request_timeout=request_timeout,
+                    # Bodies the application would refuse anyway (413 in the API's own
+                    # error shape) need not be buffered to disk; far larger ones get
+                    # waitress's plain 413 before they are read.
+                    max_request_body_size=4 * settings.POWERCONTEXT_MAX_BODY_BYTES,
+                )
+            except (OSError, ValueError) as error:
+                raise CommandError(f"Cannot listen on {host}:{port}: {error}") from error
+
+            def ready() -> None:
+                self.stdout.write(f"PowerContext serving on {server.url} (data: {_data()})")
+                self.stdout.flush()
+
+            server.run(grace=grace, ready=ready)
+        finally:
+            # ONNX Runtime aborts the process if it is still loading or running the model
+            # when Python exits.
+            if catching_up is not None:
+                catching_up.stop()
+            if loading is not None:
+                loading.join()
+            connections.close_all()
+        if verbosity >= 1:
+            self.stdout.write("PowerContext stopped.")
+
+
+def _data() -> str:
+    """Where the data lives, for the ready line: never a URL (it may carry a password)."""
+    connection = connections["default"]
+    if connection.vendor != "sqlite":
+        return connection.vendor
+    home = Path(settings.POWERCONTEXT_HOME)
+    name = Path(str(connection.settings_dict["NAME"]))
+    return str(home if name.is_relative_to(home) else name)
