@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,6 +193,7 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
     from powercontext import analyzer
     from powercontext.search import hybrid
     from powercontext.search.policy import CANDIDATE_POOL
+    from powercontext.search.query import Query
     from powercontext.search.ranking import query_segments, semantic_segments
     from powercontext.snapshot import read_snapshot
 
@@ -214,13 +216,12 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
             # As prepare embeds a prompt: each segment, in one call (no history here).
             query_vectors = hybrid.query_vectors(semantic_segments(text))
             parts["embedding"].append(time.perf_counter() - began)
-            terms, segments = analyzer.query_terms(text), query_segments(text)
+            words = Query(text, analyzer.query_terms(text), segments=query_segments(text))
+            prompt = replace(words, vectors=query_vectors, pack=True)
             with read_snapshot():
                 head = memory_head(scope_id=SCOPE)
                 began = time.perf_counter()
-                memory_search_at(
-                    scope_id=SCOPE, head=head, terms=terms, limit=MEMORY_WINDOW, segments=segments
-                )
+                memory_search_at(scope_id=SCOPE, head=head, query=words, limit=MEMORY_WINDOW)
                 lexical = time.perf_counter() - began
                 began = time.perf_counter()
                 hybrid.semantic_hits(
@@ -228,15 +229,7 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
                 )
                 vector_seconds = time.perf_counter() - began
                 began = time.perf_counter()
-                memory_search_at(
-                    scope_id=SCOPE,
-                    head=head,
-                    terms=terms,
-                    limit=MEMORY_WINDOW,
-                    segments=segments,
-                    query_vectors=query_vectors,
-                    answer_floor=hybrid.ANSWER_FLOOR,
-                )
+                memory_search_at(scope_id=SCOPE, head=head, query=prompt, limit=MEMORY_WINDOW)
                 both = time.perf_counter() - began
             parts["lexical"].append(lexical)
             parts["vector"].append(vector_seconds)

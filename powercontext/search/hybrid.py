@@ -182,6 +182,8 @@ def ranked(
     lexical_keys = {hit.cited_id for hit in lexical}
     anchors_known = frozenset(term for term in query.anchors if term in weights)
     content = [term for term in query.terms if term not in STOP_TERMS]
+    mean_weight = sum(weights.values()) / len(weights) if weights else 0.0
+    subjects = frozenset(term for term, weight in weights.items() if weight >= mean_weight)
     evidence = []
     for hit in fused:
         terms = frozenset(by_id[hit.key].searchable_text.split())
@@ -193,6 +195,7 @@ def ranked(
                 coverage=relevance.coverage(terms, weights, query.segments or [query.terms]),
                 terms=terms,
                 readable=relevance.readable(by_id[hit.key].searchable_text),
+                subjects=terms & subjects,
             )
         )
     judgements = relevance.judge(

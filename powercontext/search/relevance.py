@@ -53,6 +53,9 @@ STRONG_SIMILARITY = 0.4
 WORD_COVERAGE = 0.3
 WORDS_WITH_MEANING = 0.2
 MEANING_ALONE = 0.35
+# Packs: a candidate holding a subject of the query no better candidate holds, with this
+# much meaning behind it.
+SUBJECT_SIMILARITY = 0.25
 # Packs: the evidence that something in the scope answers the prompt.
 ANSWERED_SIMILARITY = 0.3
 ANSWERED_COVERAGE = 0.6
@@ -68,6 +71,7 @@ class Verdict(StrEnum):
     WORDS = "its words cover the segment it matches"
     MEANING = "near in meaning"
     WORDS_KEPT = "holds the query's words (a search keeps them all)"
+    SUBJECT = "its words name a subject of the query no better candidate holds"
     NOT_ANCHORED = "lacks the anchor the query names"
     UNKNOWN_ANCHOR = "the query's names match nothing, and it is not near enough"
     UNREADABLE = "meaning alone, in a script the model cannot read"
@@ -77,7 +81,9 @@ class Verdict(StrEnum):
     NOTHING_ANSWERS = "no candidate has strong evidence: the pack stays empty"
 
 
-ADMITTED = frozenset({Verdict.ANCHORED, Verdict.WORDS, Verdict.MEANING, Verdict.WORDS_KEPT})
+ADMITTED = frozenset(
+    {Verdict.ANCHORED, Verdict.WORDS, Verdict.MEANING, Verdict.WORDS_KEPT, Verdict.SUBJECT}
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,9 @@ class Evidence:
     coverage: float
     terms: frozenset[str]
     readable: bool
+    # The query's stronger words it holds (weighed at least as much as the query's
+    # weighted words on average): the subjects it speaks to.
+    subjects: frozenset[str] = frozenset()
 
 
 # Words that name something: identifiers with digits or underscores, inner capitals
@@ -220,6 +229,20 @@ def judge(
         )
         for candidate in candidates
     ]
+    # A question about several things ("Celery, logging and the webhook secret") is
+    # answered by several entries, each holding a share of its words: one whose words
+    # name a subject no better candidate admitted holds counts, with some meaning behind.
+    covered: set[str] = set()
+    for at, (candidate, verdict) in enumerate(zip(candidates, verdicts, strict=True)):
+        if verdict in ADMITTED:
+            covered |= candidate.subjects
+        elif (
+            verdict is Verdict.WEAK_WORDS
+            and candidate.subjects - covered
+            and (candidate.similarity or 0.0) >= SUBJECT_SIMILARITY
+        ):
+            verdicts[at] = Verdict.SUBJECT
+            covered |= candidate.subjects
     judged = [Judgement(c.key, v) for c, v in zip(candidates, verdicts, strict=True)]
     if pack and not any(_answers(c, v) for c, v in zip(candidates, verdicts, strict=True)):
         return [Judgement(j.key, Verdict.NOTHING_ANSWERS) if j.admitted else j for j in judged]
@@ -244,9 +267,13 @@ def _verdict(
     if candidate.lexical and not pack:
         return Verdict.WORDS_KEPT
     strong = similarity is not None and similarity >= STRONG_SIMILARITY
-    if anchored and (anchors_only or (single_segment and not strong)):
+    # In a one-sentence query that names something, a candidate its other words found is
+    # evidence for another subject of the question; one found by meaning alone is only
+    # the named thing's neighbour.
+    neighbour = not candidate.lexical and single_segment and not strong
+    if anchored and (anchors_only or neighbour):
         return Verdict.NOT_ANCHORED
-    if unknown_only and not strong:
+    if unknown_only and (anchors_only or not strong):
         return Verdict.UNKNOWN_ANCHOR
     if candidate.lexical:
         if similarity is None:

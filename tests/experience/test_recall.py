@@ -11,6 +11,7 @@ from experience.selectors import experience_search_at
 from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
 from powercontext.search import SearchInconsistent
+from powercontext.search.query import Query
 from tests.conftest import engine, sqlite_only
 from tests.experience.conftest import SCOPE, integrity_problems, proposal
 
@@ -20,7 +21,7 @@ QUERY = "Why did the nightly importer break after the schema migration?"
 
 
 def _search(query, scope_id=SCOPE):
-    return experience_search_at(scope_id=scope_id, terms=query_terms(query), limit=8)
+    return experience_search_at(scope_id=scope_id, query=Query(query, query_terms(query)), limit=8)
 
 
 def _lessons(hits):

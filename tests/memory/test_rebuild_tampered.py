@@ -23,6 +23,7 @@ from experience.values import Proposal
 from memory.models import MemoryActiveEntry, MemoryEntryVersion, MemoryTermStat
 from powercontext import startup
 from powercontext.models import ArtifactHead, ArtifactRevision
+from powercontext.search.query import Query
 from tests.conftest import sqlite_only
 from tests.experience.conftest import SOURCE, capture_source, proposal
 
@@ -198,7 +199,9 @@ def _experience_hits(query, scope_id="scope-a"):
 
     return [
         hit.lesson
-        for hit in experience_search_at(scope_id=scope_id, terms=query_terms(query), limit=8)
+        for hit in experience_search_at(
+            scope_id=scope_id, query=Query(query, query_terms(query)), limit=8
+        )
     ]
 
 

@@ -19,6 +19,7 @@ from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at
 from powercontext.analyzer import query_terms
 from powercontext.search.policy import STOP_WORDS, countable_terms, plan_search
+from powercontext.search.query import Query
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 terms_lists = st.lists(st.one_of(words, st.sampled_from(sorted(STOP_WORDS))), unique=True)
@@ -50,7 +51,10 @@ def test_search_counts_no_stop_word_and_ranks_the_question_above_the_instruction
     table = MemoryTermStat._meta.db_table
     with CaptureQueriesContext(connection) as queries:
         hits = memory_search_at(
-            scope_id=scope, head=head, terms=query_terms(query), limit=16, recurring=recurring
+            scope_id=scope,
+            head=head,
+            query=Query(query, query_terms(query), recurring=frozenset(recurring)),
+            limit=16,
         )
     # The question's own terms found an entry: the one sharing only the recurring
     # instructions is not fetched (they weigh less, and are counted to be weighed).
@@ -71,12 +75,15 @@ def test_a_query_of_stop_words_counts_nothing_and_a_recurring_term_still_finds()
         hits = memory_search_at(
             scope_id=scope,
             head=head,
-            terms=query_terms("Please deploy it"),
+            query=Query(
+                "Please deploy it", query_terms("Please deploy it"), recurring=frozenset({"deploy"})
+            ),
             limit=16,
-            recurring={"deploy"},
         )
     assert [hit.text for hit in hits] == ["Deploy on Fridays."]
     with CaptureQueriesContext(connection) as queries:
-        hits = memory_search_at(scope_id=scope, head=head, terms=query_terms("Is it on?"), limit=16)
+        hits = memory_search_at(
+            scope_id=scope, head=head, query=Query("Is it on?", query_terms("Is it on?")), limit=16
+        )
     assert hits == []
     assert len(queries) == 0

@@ -15,6 +15,7 @@ from experience.values import Proposal
 from memory.models import MemoryTermStat
 from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
+from powercontext.search.query import Query
 from tests.conftest import sqlite_only
 from tests.experience.conftest import SOURCE, capture_source, proposal
 
@@ -99,7 +100,9 @@ def test_a_scoped_rebuild_leaves_other_scopes_experience_alone(lessons):
 def _hits(scope_id, query):
     return [
         hit.lesson
-        for hit in experience_search_at(scope_id=scope_id, terms=query_terms(query), limit=8)
+        for hit in experience_search_at(
+            scope_id=scope_id, query=Query(query, query_terms(query)), limit=8
+        )
     ]
 
 

@@ -1,0 +1,175 @@
+"""A pack that knows when to stay silent: the six cases where packs and searches used to
+answer with entries nothing supported (real model, real vector index, both engines), and
+the relevance decision's pure rules."""
+
+import json
+
+import pytest
+
+from powercontext.search import relevance
+from tests.contextpack.packs import items
+from tests.experience.conftest import proposal
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def prepare(api, scope, query, max_bytes=8000):
+    body = {"scope_id": scope, "query": query, "max_bytes": max_bytes}
+    return api.ok("/v1/context/prepare", body)
+
+
+def cited(pack):
+    return [item["citation"].get("entry_id") or item["citation"] for item in items(pack)]
+
+
+def search(api, scope, query):
+    body = {"scope_id": scope, "query": query, "limit": 8}
+    return [hit["citation"]["entry_id"] for hit in api.ok("/v1/memory/search", body)["hits"]]
+
+
+def test_an_identifier_no_entry_holds_gets_an_empty_pack(api, remember):
+    remember("Deploy with make release zq20c249a9551941", scope_id="r1")
+    assert prepare(api, "r1", "zq7f01d3e5b2a4c6e8")["status"] == "empty"
+    # The identifier the entry holds still finds it.
+    assert prepare(api, "r1", "zq20c249a9551941")["status"] == "ready"
+
+
+def test_a_retired_entry_is_not_stood_in_for_by_its_neighbour(api, remember):
+    old = remember("obsolete deployment note qx41d9e07a3b", scope_id="r2")["entry"]
+    remember("current deployment note qx58c2f19e4d", scope_id="r2")
+    body = {"scope_id": "r2", "citation": old["citation"]}
+    api.ok("/v1/memory/entries/retire", body)
+    assert prepare(api, "r2", "qx41d9e07a3b")["status"] == "empty"
+
+
+def test_text_the_model_cannot_read_gets_no_semantic_only_hit(api, remember):
+    first = remember("数据库迁移需要先备份", scope_id="r3")["entry"]["citation"]["entry_id"]
+    remember("部署流程在周五冻结", scope_id="r3")
+    assert search(api, "r3", "迁移") == [first]
+    assert cited(prepare(api, "r3", "数据库迁移")) == [first]
+
+
+# Not transactional: the reviewer group and its permissions come from a data migration,
+# which a transactional test's flush would take away.
+@pytest.mark.django_db
+def test_an_identifier_picks_its_experience_not_the_ones_worded_alike(api, propose, approve):
+    scope = "r4"
+    identifiers = ["exp7a1c", "exp8b2d", "exp9c3e", "exp4d5f", "exp2e6a"]
+    for identifier in identifiers:
+        body = proposal(
+            f"Rotate the staging signing key {identifier} before the quarterly audit.",
+            situation=f"The staging signing key {identifier} expired during the audit.",
+        )
+        approve(propose(scope_id=scope, proposal=body), scope_id=scope)
+    [item] = items(prepare(api, scope, identifiers[2]))
+    assert identifiers[2] in json.dumps(item)
+    assert not any(other in json.dumps(item) for other in identifiers if other != identifiers[2])
+
+
+def test_a_search_for_a_token_returns_the_entries_that_hold_it(api, remember):
+    holders = [
+        remember(f"Note {n} about the tk9f3e21 rollout.", scope_id="r5")["entry"]["citation"][
+            "entry_id"
+        ]
+        for n in range(5)
+    ]
+    remember("unrelated tk2b7c55", scope_id="r5")
+    assert sorted(search(api, "r5", "tk9f3e21")) == sorted(holders)
+
+
+def test_a_tag_never_brings_short_entries_without_it_at_any_budget(api, remember):
+    filler = "The rollout checklist covers canaries, dashboards and the pager rota. " * 18
+    tagged = {
+        remember(f"Release tag rl7q2x. {filler} Part {n}.", scope_id="r6")["entry"]["citation"][
+            "entry_id"
+        ]
+        for n in range(3)
+    }
+    for n in range(3):
+        remember(f"Release tag note {n}: rollout checklist.", scope_id="r6")
+    for budget in range(512, 8001, 256):
+        assert set(cited(prepare(api, "r6", "rl7q2x", max_bytes=budget))) <= tagged, budget
+
+
+# -- the pure rules ----------------------------------------------------------------------
+
+
+def test_anchors_are_names_and_identifiers_not_sentence_starts_or_acronyms():
+    assert relevance.anchors("Deploy with make release zq20c249a9551941") == {"zq20c249a9551941"}
+    assert relevance.anchors("- Add a test for Foo\n- Build it") == {"foo"}
+    assert relevance.anchors("When did Caroline go to the support group?") == {"carolin"}
+    assert relevance.anchors("Follow AGENTS.md, then ask about GraphQL.") == {"graphql"}
+    assert relevance.anchors("Ticket HAR-1101: fix cancel_at") == {"har", "1101", "cancel_at"}
+
+
+def test_readable_text_is_mostly_latin_letters():
+    assert relevance.readable("Run the tests, café 42")
+    assert relevance.readable("1234 ---")
+    assert not relevance.readable("数据库迁移需要先备份")
+
+
+def _evidence(key, similarity, *, lexical=False, coverage=0.0, terms=(), readable=True):
+    return relevance.Evidence(
+        key=key,
+        lexical=lexical,
+        similarity=similarity,
+        coverage=coverage,
+        terms=frozenset(terms),
+        readable=readable,
+    )
+
+
+def _judge(candidates, *, pack=True, known=(), unknown=(), anchors_only=False, single=True):
+    return [
+        judgement.verdict
+        for judgement in relevance.judge(
+            candidates,
+            anchors_known=known,
+            anchors_unknown=unknown,
+            anchors_only=anchors_only,
+            single_segment=single,
+            readable_query=True,
+            pack=pack,
+        )
+    ]
+
+
+def test_a_search_keeps_every_candidate_its_words_found():
+    found = _judge(
+        [_evidence("a", 0.1, lexical=True), _evidence("b", 0.05, lexical=True)], pack=False
+    )
+    assert found == [relevance.Verdict.WORDS_KEPT, relevance.Verdict.WORDS_KEPT]
+
+
+def test_a_pack_is_empty_when_nothing_has_strong_evidence():
+    verdicts = _judge(
+        [
+            _evidence("a", 0.25, lexical=True, coverage=0.5),
+            _evidence("b", 0.29, lexical=True, coverage=0.35),
+        ]
+    )
+    assert verdicts == [relevance.Verdict.NOTHING_ANSWERS, relevance.Verdict.NOTHING_ANSWERS]
+    # One candidate near in meaning answers, and the other's words then count.
+    verdicts = _judge([_evidence("a", 0.25, lexical=True, coverage=0.5), _evidence("b", 0.5)])
+    assert verdicts == [relevance.Verdict.WORDS, relevance.Verdict.MEANING]
+
+
+def test_meaning_alone_must_come_near_the_best_candidate():
+    verdicts = _judge([_evidence("a", 0.7), _evidence("b", 0.5)])
+    assert verdicts == [relevance.Verdict.MEANING, relevance.Verdict.FAR_FROM_BEST]
+
+
+def test_an_anchor_matched_somewhere_leaves_out_neighbours_without_it():
+    verdicts = _judge(
+        [_evidence("a", 0.3, lexical=True, terms={"x1"}), _evidence("b", 0.9)],
+        known={"x1"},
+        anchors_only=True,
+    )
+    assert verdicts == [relevance.Verdict.ANCHORED, relevance.Verdict.NOT_ANCHORED]
+
+
+def test_a_name_the_scope_never_saw_makes_its_neighbours_no_evidence():
+    verdicts = _judge([_evidence("a", 0.35), _evidence("b", 0.5)], unknown={"carolin"})
+    assert verdicts[0] == relevance.Verdict.UNKNOWN_ANCHOR
+    # Strongly similar still counts.
+    assert verdicts[1] == relevance.Verdict.MEANING
