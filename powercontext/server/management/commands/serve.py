@@ -11,6 +11,7 @@ from django.db import connections
 
 from powercontext import origin_policy, startup
 from powercontext.config import protect_sqlite_files
+from powercontext.retention import Retention
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
 from powercontext.server.serving import (
@@ -131,6 +132,7 @@ class Command(BaseCommand):
             protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
         loading: threading.Thread | None = None
         catching_up: CatchUp | None = None
+        retention: Retention | None = None
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             # The embedding model loads while the server starts listening, so the first
@@ -142,6 +144,9 @@ class Command(BaseCommand):
             if not no_vector_catch_up:
                 catching_up = CatchUp()
                 catching_up.start()
+            # POWERCONTEXT_SOURCE_RETENTION_DAYS: captured prompts past it are purged.
+            retention = Retention()
+            retention.start()
             application = get_internal_wsgi_application()
             try:
                 server = Server(
@@ -170,6 +175,8 @@ class Command(BaseCommand):
             # when Python exits.
             if catching_up is not None:
                 catching_up.stop()
+            if retention is not None:
+                retention.stop()
             if loading is not None:
                 loading.join()
             connections.close_all()
