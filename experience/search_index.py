@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from django.db.models import Q
 
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
-from powercontext.redaction import redact
+from powercontext import redaction
 from powercontext.search.indexes import Kept, SearchIndex
 
 
@@ -40,7 +40,7 @@ def approval_documents(scope_id: str, candidate_id: str, version: int) -> list[s
         return []
     # As the approval will store it: redacted, if it was stored before redaction existed.
     fields = (found.situation, found.action, found.outcome, found.lesson)
-    return [proposal_document(Proposal(*(redact(text).text for text in fields)))]
+    return [proposal_document(Proposal(*(redaction.redact(text).text for text in fields)))]
 
 
 def experience_documents(row_keys: Sequence[int]) -> dict[int, str]:

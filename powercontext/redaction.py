@@ -222,8 +222,10 @@ def _keyword_spans(text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
                     value = line[start:end]
                     quoted = start > 0 and line[start - 1] in "'\"`"
                     if not quoted:
-                        # Unquoted: the value ends at the first blank.
+                        # Unquoted: the value ends at the first blank, and a sentence's
+                        # closing punctuation is not part of it.
                         value = value.split(None, 1)[0] if value.strip() else ""
+                        value = value.rstrip(".,;:)")
                         end = start + len(value)
                     if (
                         not value

@@ -144,8 +144,10 @@ def erasing(*, indexes: bool = True, truncate_log: bool = True) -> Iterator[None
             for index in declared_indexes() if indexes else ():
                 fts = connection.ops.quote_name(fts_table(index))
                 cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")  # noqa: S608
-            mode = "TRUNCATE" if truncate_log else "PASSIVE"
-            cursor.execute(f"PRAGMA wal_checkpoint({mode})")
+            # Not inside a caller's transaction (a test's): nothing is committed yet.
+            if not connection.in_atomic_block:
+                mode = "TRUNCATE" if truncate_log else "PASSIVE"
+                cursor.execute(f"PRAGMA wal_checkpoint({mode})")
     finally:
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA secure_delete = OFF")

@@ -34,3 +34,24 @@ FIVE_KINDS_PROMPT = (
 )
 # What must appear nowhere once that prompt is stored.
 FIVE_KINDS_SECRETS = (OPENAI_KEY, AWS_KEY_ID, AWS_SECRET, GITHUB_TOKEN, PASSWORD, PEM_BODY)
+
+
+def written_before_redaction(monkeypatch):
+    """Make the writes that follow store text as they did before redaction existed (the
+    detector and the private-span cut do nothing), as a database made by an earlier
+    release holds it; undo with ``monkeypatch.undo()``."""
+    from powercontext import redaction
+
+    monkeypatch.setattr(redaction, "redact", redaction.Redacted)
+    monkeypatch.setattr(redaction, "strip_private", redaction.Redacted)
+
+
+def findings(scope_id=None):
+    """{check: [finding, ...]} of every check that found something."""
+    from powercontext.maintenance import check
+
+    return {
+        result.check: [str(finding) for finding in result.findings]
+        for result in check(scope_id=scope_id)
+        if result.findings
+    }
