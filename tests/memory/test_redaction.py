@@ -9,8 +9,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory.models import MemoryActiveEntry, MemoryEntryVersion, MemoryTermStat
+from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash
 from powercontext.models import ArtifactRevision, RedactionRecord
+from powercontext.search import vectors
 from tests.powercontext import secret_samples as s
 from tests.powercontext.secret_samples import findings, written_before_redaction
 
@@ -125,7 +127,11 @@ def test_redact_secrets_redacts_old_versions_and_reasons_and_everything_derived(
     assert search(api, "staging database") == [REDACTED_NOTE]
     terms = set(MemoryTermStat.objects.values_list("term", flat=True))
     assert not any(s.GITHUB_TOKEN.lower() in term or s.PASSWORD.lower() in term for term in terms)
-    assert [REDACTED_NOTE] in embedded_texts  # re-embedded from the redacted text
+    if vectors.readable(MEMORY_INDEX):
+        # Its vector was dropped and computed again, from the redacted text. (A test on
+        # OceanBase has no vector table: there DDL commits, so none is made inside the
+        # test's transaction.)
+        assert [REDACTED_NOTE] in embedded_texts
     assert not holds_secret(*ArtifactRevision.objects.values_list("content", flat=True))
     assert set(RedactionRecord.objects.values_list("target", flat=True)) == {
         "memory.version",

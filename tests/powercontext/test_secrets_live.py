@@ -140,10 +140,10 @@ def test_a_prompt_captured_by_the_hook_leaves_no_secret_in_the_database(tmp_path
     finally:
         log = served.stop()
     data = database_bytes(home)
+    assert leaks(data, (*s.FIVE_KINDS_SECRETS, s.AWS_SECRET, PRIVATE)) == []
     assert b"[redacted:openai-api-key]" in data
     assert b"[redacted:private-key]" in data
     assert b"Why does the nightly import fail" in data
-    assert leaks(data, (*s.FIVE_KINDS_SECRETS, s.AWS_SECRET, PRIVATE)) == []
     # Nor do the logs or the metrics hold any of it.
     assert leaks(log.encode(), (*s.FIVE_KINDS_SECRETS, PRIVATE, SCOPE)) == []
     assert leaks(metrics, (*s.FIVE_KINDS_SECRETS, PRIVATE, SCOPE)) == []
