@@ -12,7 +12,6 @@ import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from django.db.models import Max
 from django.utils import timezone
 
 from powercontext.artifacts import GENESIS_HASH, canonical_json
@@ -69,18 +68,18 @@ def record_append(
     digest: str,
 ) -> RedactionRecord:
     """Append a record to the scope's log (inside the caller's transaction, which also
-    changes the row). Two writers of one scope collide on ``seq``'s unique constraint
-    and the loser's transaction fails: erasures are rare, run by a command or by the
-    retention task, so that is a retry for the caller, not a lost record."""
-    last = RedactionRecord.objects.filter(scope_id=scope_id).aggregate(Max("seq"))["seq__max"]
-    seq = (last or 0) + 1
-    previous = (
-        GENESIS_HASH
-        if seq == 1
-        else RedactionRecord.objects.filter(scope_id=scope_id, seq=seq - 1)
-        .values_list("record_hash", flat=True)
-        .get()
+    changes the row). The scope's latest record is read locked, so two writers of one
+    scope queue behind each other; for a scope's very first record there is nothing to
+    lock, and the loser of that race fails on ``seq``'s unique constraint (its whole
+    transaction rolls back: the chain never forks)."""
+    last = (
+        RedactionRecord.objects.select_for_update()
+        .filter(scope_id=scope_id)
+        .order_by("-seq")
+        .values_list("seq", "record_hash")
+        .first()
     )
+    seq, previous = (1, GENESIS_HASH) if last is None else (last[0] + 1, last[1])
     # Microseconds kept, tz-aware UTC: what both engines store and read back exactly.
     now = timezone.now().astimezone(UTC)
     kinds_json = canonical_json(dict(kinds))
