@@ -40,6 +40,7 @@ from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at, memory_search_judged
 from memory.values import memory_ref
 from powercontext import metrics
+from powercontext.redaction import clean_prompt
 from powercontext.refs import ArtifactRef
 from powercontext.search import SearchInconsistent, hybrid
 from powercontext.search.hybrid import Considered
@@ -74,7 +75,10 @@ class _Retrieved:
 def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
     """The Context Pack for ``query`` in ``scope_id``.
 
-    Empty (one generic answer) when there is nothing relevant or nothing fits.
+    The query is searched without its ``<private>`` spans and secrets
+    (``powercontext.redaction.clean_prompt``): nothing is stored, and neither is ever a
+    search term. Empty (one generic answer) when there is nothing relevant or nothing
+    fits.
     Raises ``powercontext.search.SearchInconsistent`` if a hit cites a revision other
     than the one searched; no partial pack is ever returned.
 
@@ -82,6 +86,7 @@ def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedCon
     outcome, content bytes and the builder's aggregate counters, nothing else.
     """
     search_mode = "hybrid" if hybrid.can_embed() else "fts"
+    query = clean_prompt(query)
     try:
         prepared = _prepare(scope_id=scope_id, query=query, max_bytes=max_bytes)
     except Exception:
@@ -106,6 +111,7 @@ def explain_context(
     holds what it holds (``contextpack.explanation``). For the desk's preview: it writes
     nothing and is not counted in the metrics, which describe what agents were sent.
     """
+    query = clean_prompt(query)
     with read_snapshot():
         found = _retrieve(
             scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN, explain=True

@@ -32,7 +32,8 @@ def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
     # Written as SQL: it runs on every prepare, and the ORM took several times longer to
     # build these statements than the index takes to answer them.
     table = connection.ops.quote_name(SourceRecord._meta.db_table)
-    where = "WHERE scope_id = %s AND source_type = %s"
+    # A purged prompt (no payload, no payload_hash: ``powercontext.sources``) says nothing.
+    where = "WHERE scope_id = %s AND source_type = %s AND payload_hash <> ''"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT position, payload_hash FROM {table} {where} "  # noqa: S608 - names and placeholders only

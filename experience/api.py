@@ -66,7 +66,9 @@ class ExperienceProposeView(ApiView):
             examples={403: [AGENT_ONLY], 422: [examples.PROPOSE_UNKNOWN_SOURCE]},
         ),
         description="Propose a lesson learned as a pending candidate. It reaches search and "
-        "Context Packs only once a reviewer approves it. Evidence is required: at least one "
+        "Context Packs only once a reviewer approves it. Secrets in the proposal and the "
+        "reason are stored as typed markers (`[redacted:aws-secret-key]`), and `redacted` "
+        "counts them. Evidence is required: at least one "
         "of `source_refs` (captured sources of the scope) and `artifact_refs` (existing "
         "revisions) must be non-empty. Agent token only. Errors: 403 `permission_denied` "
         "for a person's token; 404 `artifact_not_found` for an `artifact_refs` revision "

@@ -20,6 +20,7 @@ class ExperienceConfig(AppConfig):
                 rebuild="experience.rebuild.experience_rebuild",
                 check="experience.rebuild.experience_check",
                 index_status="experience.rebuild.experience_index_status",
+                redact="experience.redaction.experience_redact",
             )
         )
         register_index(EXPERIENCE_INDEX)

@@ -4,6 +4,7 @@ a duplicate rejected (see ``powercontext.api.openapi_examples``)."""
 
 from powercontext.api.openapi_examples import (
     CANDIDATE_ID,
+    NOTHING_REDACTED,
     OTHER_CANDIDATE_ID,
     SCOPE,
     SOURCE_ID,
@@ -61,7 +62,7 @@ PROPOSE_REQUEST = request(
 )
 PROPOSE_RESPONSE = response(
     "Pending candidate",
-    candidate(),
+    candidate(redacted=NOTHING_REDACTED),
     "Waits for a reviewer on the desk (`/review/`); not in search or packs until approved.",
 )
 PROPOSE_UNKNOWN_SOURCE = invalid(
@@ -123,7 +124,9 @@ REVISE_REQUEST = request(
 )
 REVISE_RESPONSE = response(
     "Version 2, still pending",
-    candidate(version=2, proposal=REVISED_PROPOSAL, reason=REVISE_REASON),
+    candidate(
+        version=2, proposal=REVISED_PROPOSAL, reason=REVISE_REASON, redacted=NOTHING_REDACTED
+    ),
 )
 
 APPROVE_REQUEST = request(
@@ -139,6 +142,7 @@ APPROVE_RESPONSE = response(
         proposal=REVISED_PROPOSAL,
         reason=REVISE_REASON,
         result_artifact=experience_ref(1),
+        redacted=NOTHING_REDACTED,
     ),
     "`result_artifact` names the new Experience revision: search and packs now find it.",
 )
@@ -161,5 +165,11 @@ REJECT_REQUEST = request(
 )
 REJECT_RESPONSE = response(
     "Rejected",
-    candidate(OTHER_CANDIDATE_ID, status="rejected", reason=None, decision_reason=REJECT_REASON),
+    candidate(
+        OTHER_CANDIDATE_ID,
+        status="rejected",
+        reason=None,
+        decision_reason=REJECT_REASON,
+        redacted=NOTHING_REDACTED,
+    ),
 )

@@ -15,13 +15,20 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from experience.models import Candidate, CandidateStatus, ExperienceTermStat
+from experience.models import Candidate, CandidateStatus, CandidateVersion, ExperienceTermStat
+from experience.redaction import candidate_decision_digest, candidate_version_digest, version_key
 from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import term_stats_expected, term_stats_rebuild
 from experience.values import EXPERIENCE_FAMILY, Proposal, searchable_text
-from powercontext.artifacts import GENESIS_HASH, chain_hash
+from powercontext.artifacts import GENESIS_HASH, revision_intact
 from powercontext.maintenance import CheckResult, Progress, RebuildReport
 from powercontext.models import ArtifactHead, ArtifactRevision
+from powercontext.redaction_log import (
+    ARTIFACT_REVISION,
+    CANDIDATE_DECISION,
+    CANDIDATE_VERSION,
+    latest_digests,
+)
 from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
 
@@ -86,6 +93,7 @@ def head_contents(heads: list[ArtifactHead]) -> Iterator[tuple[ArtifactHead, dic
     previous_hash is not its predecessor's hash, or its content is not a proposal."""
     wanted = {(head.scope_id, head.artifact_id): head.revision for head in heads}
     scopes = {head.scope_id for head in heads}
+    redacted = latest_digests(ARTIFACT_REVISION, next(iter(scopes)) if len(scopes) == 1 else None)
     found: dict[tuple[str, str, int], tuple[str, str, str]] = {}
     if heads:
         # Streamed: only each head revision and its predecessor are kept.
@@ -104,7 +112,14 @@ def head_contents(heads: list[ArtifactHead]) -> Iterator[tuple[ArtifactHead, dic
             yield head, "head names a missing revision"
             continue
         content, previous, own = row
-        if chain_hash(previous, content) != own:
+        where = f"{EXPERIENCE_FAMILY}/{head.artifact_id}@{head.revision}"
+        intact = revision_intact(
+            previous_hash=previous,
+            content=content,
+            revision_hash=own,
+            redacted_digest=redacted.get((head.scope_id, where)),
+        )
+        if not intact:
             yield head, "head revision's revision_hash does not match its content"
             continue
         if head.revision == 1:
@@ -138,7 +153,35 @@ def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
         texts = _check_heads(scope_id, result)
         _check_term_stats(scope_id, texts, result)
         _check_approvals(scope_id, result)
+        _check_redacted_candidates(scope_id, result)
     return [result]
+
+
+def _check_redacted_candidates(scope_id: str | None, result: CheckResult) -> None:
+    """A redacted candidate version, or rejection reason, still says exactly what its
+    redaction left (the digest its record keeps): it has no hash of its own."""
+    versions = latest_digests(CANDIDATE_VERSION, scope_id)
+    if versions:
+        rows = CandidateVersion.objects.select_related("candidate")
+        if scope_id is not None:
+            rows = rows.filter(candidate__scope_id=scope_id)
+        for version in rows.iterator(chunk_size=500):
+            digest = versions.get((version.candidate.scope_id, version_key(version)))
+            if digest is not None and digest != candidate_version_digest(version):
+                result.add(
+                    version.candidate.scope_id,
+                    version_key(version),
+                    "candidate version differs from what its redaction left",
+                )
+    decisions = latest_digests(CANDIDATE_DECISION, scope_id)
+    for (scope, candidate_id), digest in sorted(decisions.items()):
+        reason = (
+            Candidate.objects.filter(scope_id=scope, candidate_id=candidate_id)
+            .values_list("decision_reason", flat=True)
+            .first()
+        )
+        if digest != candidate_decision_digest(reason):
+            result.add(scope, candidate_id, "rejection reason differs from what its redaction left")
 
 
 def experience_index_status() -> str | None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from django.db.models import Q
 
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
+from powercontext import redaction
 from powercontext.search.indexes import Kept, SearchIndex
 
 
@@ -37,7 +38,9 @@ def approval_documents(scope_id: str, candidate_id: str, version: int) -> list[s
     ).first()
     if found is None:
         return []
-    return [proposal_document(Proposal(found.situation, found.action, found.outcome, found.lesson))]
+    # As the approval will store it: redacted, if it was stored before redaction existed.
+    fields = (found.situation, found.action, found.outcome, found.lesson)
+    return [proposal_document(Proposal(*(redaction.redact(text).text for text in fields)))]
 
 
 def experience_documents(row_keys: Sequence[int]) -> dict[int, str]:

@@ -5,6 +5,7 @@ from rest_framework import serializers
 from experience.values import MAX_REFS, PROPOSAL_FIELD_MAX_CHARS, REASON_MAX_CHARS
 from powercontext.api.fields import (
     ArtifactRefSchema,
+    RedactedSchema,
     SourceReferenceSchema,
     StrictCharField,
     StrictIntegerField,
@@ -97,7 +98,8 @@ class ExperienceProposeInput(StrictSerializer):
 class ArtifactCandidateSchema(serializers.Serializer):
     """A proposed Experience at its current version: ``pending`` until a reviewer
     approves it (``result_artifact`` names the Experience made) or rejects it
-    (``decision_reason`` says why)."""
+    (``decision_reason`` says why). The answer of a write (propose, revise, approve,
+    reject) also says what it ``redacted`` before storing; a read has no such field."""
 
     candidate_id = serializers.CharField()
     version = serializers.IntegerField(min_value=1)
@@ -110,6 +112,7 @@ class ArtifactCandidateSchema(serializers.Serializer):
     reason = serializers.CharField(allow_null=True)
     result_artifact = ArtifactRefSchema(allow_null=True)
     decision_reason = serializers.CharField(allow_null=True)
+    redacted = RedactedSchema(required=False)
 
 
 class ExperienceGetInput(StrictSerializer):

@@ -7,6 +7,7 @@ unknown candidate (CandidateNotFound), then a decided one (CandidateTerminal, wh
 then a stale ``expected_version`` (CandidateConflict).
 """
 
+import dataclasses
 import json
 import secrets
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from experience.models import (
     CandidateVersion,
     ReviewerToken,
 )
+from experience.redaction import candidate_version_redact
 from experience.search_index import EXPERIENCE_INDEX, approval_documents, proposal_document
 from experience.selectors import candidate_of, current_version, proposal_of
 from experience.term_stats import term_stats_adjust
@@ -48,6 +50,7 @@ from powercontext.exceptions import (
     RevisionConflict,
 )
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
+from powercontext.redaction import Redactions
 from powercontext.refs import ArtifactRef
 from powercontext.search import IndexRow, search_engine, vectors
 
@@ -161,11 +164,14 @@ def experience_propose(
     Raises InvalidRequest (limits, no evidence, a cited source never captured in the
     scope), ArtifactNotFound (a cited or target artifact revision that does not exist),
     RevisionConflict (a target that is not the current revision). Nothing is searchable
-    until a reviewer approves it.
+    until a reviewer approves it. Secrets in the proposal and the reason are replaced by
+    markers before anything is stored (the result's ``redacted`` counts them).
     """
     proposal.validate()
     _validate_refs(source_refs, artifact_refs)
     _validate_reason("reason", reason)
+    redactions = Redactions()
+    proposal, reason = _redacted(proposal, redactions), redactions.optional(reason)
     now = timezone.now()
     with transaction.atomic():
         _check_source_refs(scope_id, source_refs)
@@ -193,7 +199,17 @@ def experience_propose(
             created_by=proposed_by,
             created_at=now,
         )
-    return candidate_of(candidate, version)
+    return _with(candidate_of(candidate, version), redactions)
+
+
+def _redacted(proposal: Proposal, redactions: Redactions) -> Proposal:
+    return Proposal(
+        **{name: redactions.text(value) for name, value in proposal.as_payload().items()}
+    )
+
+
+def _with(candidate: ArtifactCandidate, redactions: Redactions) -> ArtifactCandidate:
+    return dataclasses.replace(candidate, redacted=dict(redactions.kinds))
 
 
 def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Candidate:
@@ -248,6 +264,8 @@ def candidate_revise(
     require_reviewer(reviewer)
     proposal.validate()
     _validate_reason("reason", reason)
+    redactions = Redactions()
+    proposal, reason = _redacted(proposal, redactions), redactions.optional(reason)
     now = timezone.now()
     with transaction.atomic():
         candidate = _lock_pending(scope_id, candidate_id, expected_version)
@@ -274,7 +292,7 @@ def candidate_revise(
             created_by=reviewer_label(reviewer),
             created_at=now,
         )
-    return candidate_of(candidate, version)
+    return _with(candidate_of(candidate, version), redactions)
 
 
 def _refs(stored: str) -> list[dict]:
@@ -348,7 +366,9 @@ def candidate_approve(
     Experience (or revise its target), write the head's searchable_text and the index,
     mark the candidate approved with the result artifact, and record who and when.
 
-    Of two reviewers approving at once exactly one succeeds; the other gets
+    A version holding a secret (stored before proposals were redacted) is redacted
+    first, and the result's ``redacted`` says so. Of two reviewers approving at once
+    exactly one succeeds; the other gets
     CandidateTerminal. Raises PermissionDenied, CandidateNotFound, CandidateTerminal,
     CandidateConflict (stale version), RevisionConflict (the target moved on). On any
     error nothing is written.
@@ -360,6 +380,12 @@ def candidate_approve(
     with transaction.atomic():
         candidate = _lock_pending(scope_id, candidate_id, expected_version)
         version = current_version(candidate)
+        # A version stored before proposals were redacted is redacted (and the redaction
+        # recorded) before it becomes Experience: a secret never enters the chain.
+        redactions = Redactions()
+        redactions.kinds.update(
+            candidate_version_redact(version, scope_id=scope_id, reason="approval")
+        )
         artifact_id, revision = _write_experience(scope_id, version)
         document = proposal_document(proposal_of(version))
         vectors.write_cited(
@@ -377,7 +403,7 @@ def candidate_approve(
             decided_at=now,
             updated_at=now,
         )
-    return candidate_of(candidate, version)
+    return _with(candidate_of(candidate, version), redactions)
 
 
 def candidate_reject(
@@ -391,6 +417,8 @@ def candidate_reject(
     """
     require_reviewer(reviewer)
     _validate_reason("reason", reason, required=True)
+    redactions = Redactions()
+    reason = redactions.text(reason)
     with transaction.atomic():
         candidate = _lock_pending(scope_id, candidate_id, expected_version)
         now = timezone.now()
@@ -405,7 +433,7 @@ def candidate_reject(
             updated_at=now,
         )
         version = current_version(candidate)
-    return candidate_of(candidate, version)
+    return _with(candidate_of(candidate, version), redactions)
 
 
 # -- reviewer tokens ------------------------------------------------------------------

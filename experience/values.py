@@ -1,6 +1,7 @@
 """Plain values of the Experience family and the pure rules on them (no database)."""
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,8 @@ class ArtifactCandidate:
     reason: str | None
     result_artifact: ArtifactRef | None
     decision_reason: str | None
+    # What a write redacted from its input, by kind (None on a read).
+    redacted: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

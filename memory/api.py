@@ -58,7 +58,9 @@ class MemoryRememberView(ApiView):
         examples=[examples.REMEMBER_REQUEST],
         description="Remember a new entry in the scope's Memory: a new Memory revision "
         "whose citation names the entry's first version. An identical active entry makes "
-        "this a no-op (`entry: null`, no new revision). Errors: 403 `permission_denied` "
+        "this a no-op (`entry: null`, no new revision). Secrets in `text` and `reason` "
+        "(API keys, tokens, passwords, private keys) are stored as typed markers such as "
+        "`[redacted:github-token]`, and `redacted` counts them. Errors: 403 `permission_denied` "
         "for a person's token (writes are the agent's); 409 `revision_conflict` when "
         "`expected_revision` is given and the head has moved on; 422 `invalid_request` "
         "for a bad field (`text` is NFC-normalised, trimmed, then 1 to 8192 UTF-8 bytes).",

@@ -20,6 +20,7 @@ class MemoryConfig(AppConfig):
                 check="memory.integrity.memory_check",
                 index_status="memory.rebuild.memory_index_problem",
                 chunked=True,
+                redact="memory.redaction.memory_redact",
             )
         )
         register_index(MEMORY_INDEX)

@@ -4,8 +4,9 @@ Each check reads the authoritative tables and reports what does not hold, as fin
 none repairs anything. The artifact hash chain itself is the kernel's check
 (``powercontext.maintenance.artifact_chain_check``). Per scope:
 
-- ``memory.versions``: every version's ``content_hash`` recomputed from its content, and
-  its version chain (v1 has no predecessor, vN names v(N-1) of the same entry);
+- ``memory.versions``: every version's ``content_hash`` recomputed from its content (a
+  redacted version's also equal to the hash its redaction record kept), and its version
+  chain (v1 has no predecessor, vN names v(N-1) of the same entry);
 - ``memory.manifest``: every manifest row resolves to an existing version of the same
   scope and entry, ranges are well formed and within the head, an entry's rows follow
   each other without gap or overlap (one open row at most), and every version is in the
@@ -33,6 +34,7 @@ from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.artifacts import head_revision
 from powercontext.maintenance import CheckResult
 from powercontext.models import ArtifactHead, ArtifactRevision
+from powercontext.redaction_log import MEMORY_VERSION, latest_digests
 from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
 from powercontext.term_counts import DOCUMENTS_TERM, expected_counts
@@ -75,6 +77,9 @@ def _check_versions(scope: str, result: CheckResult) -> dict[str, tuple[str, int
     """Recompute content hashes; return {version id: (entry_id, version, created_in)}."""
     known: dict[str, tuple[str, int, int]] = {}
     previous_of: dict[str, str | None] = {}
+    # A redacted version's hash was recomputed over the redacted text; its record keeps
+    # that hash, so a later change and a recomputed hash still disagree with it.
+    redacted = latest_digests(MEMORY_VERSION, scope)
     rows = (
         MemoryEntryVersion.objects.filter(scope_id=scope)
         .values_list(
@@ -118,6 +123,8 @@ def _check_versions(scope: str, result: CheckResult) -> dict[str, tuple[str, int
             continue
         if expected != stored:
             result.add(scope, version_id, "content_hash does not match its content")
+        elif (scope, version_id) in redacted and redacted[(scope, version_id)] != stored:
+            result.add(scope, version_id, "content differs from what its redaction left")
     for version_id, previous in previous_of.items():
         entry_id, number, _ = known[version_id]
         if number == 1:

@@ -15,6 +15,7 @@ from memory.values import (
     MemorySearchResult,
     WriteResult,
 )
+from powercontext.redaction import redaction_payload
 from powercontext.refs import ArtifactRef
 
 
@@ -46,6 +47,7 @@ def write_result(value: WriteResult) -> dict[str, Any]:
     return {
         "memory": value.memory.as_payload(),
         "entry": None if value.entry is None else entry(value.entry),
+        "redacted": redaction_payload(value.redacted),
     }
 
 

@@ -13,6 +13,7 @@ A writer that loses the compare-and-swap retries from a fresh read when the call
 not pin a revision, so concurrent writers in one scope never lose or duplicate a write.
 """
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from powercontext.artifacts import (
     tagged_sha256,
 )
 from powercontext.exceptions import PowerContextError, RevisionConflict
+from powercontext.redaction import Redactions
 from powercontext.search import scope_token, vectors
 from powercontext.term_counts import TermCounts
 
@@ -112,9 +114,14 @@ def memory_remember(
 ) -> WriteResult:
     """Remember ``text`` as a new entry, unless an active entry already says exactly it.
 
-    Raises RevisionConflict when ``expected_revision`` is not the head.
+    Secrets in the text and the reason are replaced by markers first
+    (``powercontext.redaction``): what is compared, stored and answered is the redacted
+    text, and the result's ``redacted`` says how many went. Raises RevisionConflict when
+    ``expected_revision`` is not the head.
     """
-    kind, text = normalize_kind(kind), normalize_text(text)
+    redactions = Redactions()
+    kind = normalize_kind(kind)
+    text, reason = redactions.text(normalize_text(text)), redactions.optional(reason)
     # An agent often remembers what is already there, and that is a no-op: seen before
     # the transaction, the model is not run for it (most of a remember's time). Decided
     # again inside; if the entry went meanwhile, the write starts over with its vector.
@@ -129,7 +136,7 @@ def memory_remember(
         return _Change("add", entry_id, kind=kind, text=text, reason=reason)
 
     try:
-        return _write(
+        result = _write(
             scope_id=scope_id,
             plan=plan,
             expected_revision=expected_revision,
@@ -137,9 +144,14 @@ def memory_remember(
         )
     except _NotEmbedded:
         embed = True
-        return _write(
+        result = _write(
             scope_id=scope_id, plan=plan, expected_revision=expected_revision, document=text
         )
+    return _with(result, redactions)
+
+
+def _with(result: WriteResult, redactions: Redactions) -> WriteResult:
+    return dataclasses.replace(result, redacted=dict(redactions.kinds))
 
 
 class _NotEmbedded(Exception):
@@ -179,8 +191,10 @@ def memory_entry_revise(
 ) -> WriteResult:
     """Write a new version of the cited entry. The citation must name its latest version
     (RevisionConflict otherwise) and the entry must be active (MemoryEntryInactive).
-    Identical kind and text is a no-op."""
-    kind, text = normalize_kind(kind), normalize_text(text)
+    Identical kind and text (after redaction, as for remember) is a no-op."""
+    redactions = Redactions()
+    kind = normalize_kind(kind)
+    text, reason = redactions.text(normalize_text(text)), redactions.optional(reason)
 
     def plan() -> _Change | None:
         current = _current_version(scope_id, citation)
@@ -193,13 +207,16 @@ def memory_entry_revise(
             "revise", citation.entry_id, kind=kind, text=text, from_version=version, reason=reason
         )
 
-    return _write(scope_id=scope_id, plan=plan, document=text)
+    return _with(_write(scope_id=scope_id, plan=plan, document=text), redactions)
 
 
 def memory_entry_retire(
     *, scope_id: str, citation: Citation, reason: str | None = None
 ) -> WriteResult:
-    """Retire the cited entry (latest version only; a retired entry is MemoryEntryInactive)."""
+    """Retire the cited entry (latest version only; a retired entry is MemoryEntryInactive).
+    Secrets in the reason are redacted."""
+    redactions = Redactions()
+    reason = redactions.optional(reason)
 
     def plan() -> _Change | None:
         current = _current_version(scope_id, citation)
@@ -209,7 +226,7 @@ def memory_entry_retire(
             "retire", citation.entry_id, from_version=current.entry_version, reason=reason
         )
 
-    return _write(scope_id=scope_id, plan=plan)
+    return _with(_write(scope_id=scope_id, plan=plan), redactions)
 
 
 def memory_entry_reactivate(
@@ -217,8 +234,11 @@ def memory_entry_reactivate(
 ) -> WriteResult:
     """Make a retired entry active again, at the version it was retired with.
 
-    Reactivating an entry that is already active is a no-op.
+    Reactivating an entry that is already active is a no-op. Secrets in the reason are
+    redacted.
     """
+    redactions = Redactions()
+    reason = redactions.optional(reason)
 
     def plan() -> _Change | None:
         current = _current_version(scope_id, citation)
@@ -232,7 +252,7 @@ def memory_entry_reactivate(
     document = MemoryEntryVersion.objects.filter(
         scope_id=scope_id, entry_version_id=citation.entry_version_id
     ).values_list("text", flat=True)
-    return _write(scope_id=scope_id, plan=plan, document=document.first())
+    return _with(_write(scope_id=scope_id, plan=plan, document=document.first()), redactions)
 
 
 def _current_version(scope_id: str, citation: Citation) -> MemoryManifestRow:

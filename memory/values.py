@@ -2,7 +2,8 @@
 
 import hashlib
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from powercontext.refs import ArtifactRef, SourceRef
@@ -121,10 +122,12 @@ class MemorySearchResult:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """``memory`` is the head after the call; ``entry`` is None for a no-op."""
+    """``memory`` is the head after the call; ``entry`` is None for a no-op;
+    ``redacted`` counts the secrets replaced by markers in what was written, by kind."""
 
     memory: ArtifactRef
     entry: MemoryEntry | None
+    redacted: Mapping[str, int] = field(default_factory=dict)
 
 
 def normalize_text(text: str) -> str:

@@ -83,4 +83,6 @@ class SourceRecordAdmin(ReadOnlyAdmin):
 
     @admin.display(description="payload")
     def pretty_payload(self, obj):
+        if not obj.payload:
+            return "Purged: the content is gone; its place in the journal stays."
         return pretty_json(obj.payload)

@@ -17,6 +17,7 @@ from powercontext.models import ArtifactHead, ArtifactRevision
 
 GENESIS_HASH = "0" * 64
 _REVISION_DOMAIN = b"powercontext.artifact-revision.v1\x00"
+_CONTENT_DOMAIN = b"powercontext.artifact-content.v1\x00"
 
 
 class HeadMoved(RevisionConflict):
@@ -36,6 +37,23 @@ def chain_hash(previous_hash: str, content: str) -> str:
     """The hash of a revision: over the previous revision's hash and its own content."""
     payload = _REVISION_DOMAIN + previous_hash.encode("ascii") + b"\x00" + content.encode("utf-8")
     return hashlib.sha256(payload).hexdigest()
+
+
+def content_digest(content: str) -> str:
+    """The digest of a revision's stored content alone: what a redaction record keeps for
+    a revision whose content it redacted (``powercontext.redaction_log``)."""
+    return tagged_sha256(_CONTENT_DOMAIN, content)
+
+
+def revision_intact(
+    *, previous_hash: str, content: str, revision_hash: str, redacted_digest: str | None
+) -> bool:
+    """Whether a stored revision is as written: its hash recomputes from its content, or
+    (a revision redacted since) its content is exactly what its latest redaction record
+    left. The hash itself is never rewritten, so the next revision's link still holds."""
+    if chain_hash(previous_hash, content) == revision_hash:
+        return True
+    return redacted_digest is not None and content_digest(content) == redacted_digest
 
 
 def revision_append(

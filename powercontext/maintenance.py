@@ -24,7 +24,7 @@ from typing import Any
 from django.apps import apps
 from django.utils.module_loading import import_string
 
-from powercontext.artifacts import GENESIS_HASH, chain_hash
+from powercontext.artifacts import GENESIS_HASH, revision_intact
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.snapshot import read_snapshot
 
@@ -85,6 +85,23 @@ class RebuildReport:
         return self.inserted + self.updated + self.deleted + sum(self.derived.values())
 
 
+@dataclass
+class RedactReport:
+    """What ``redact_secrets`` found (and, unless it was a dry run, redacted) in one kind
+    of stored row: how many rows, the secrets by kind, and the rows it left alone because
+    they fail verification (redacting them would launder an alteration): ids only."""
+
+    what: str
+    rows: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    unverified: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, kinds: dict[str, int]) -> None:
+        self.rows += 1
+        for kind, count in kinds.items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + count
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -93,6 +110,9 @@ class Family:
     index_status: str
     # Whether ``rebuild`` takes a ``chunk_size`` (``rebuild_index --chunk-size``).
     chunked: bool = False
+    # ``redact(*, scope_id, reason, dry_run) -> list[RedactReport]``: redact the secrets
+    # left in the family's stored text (``manage.py redact_secrets``); "" for none.
+    redact: str = ""
 
     def load(self, attribute: str) -> Callable[..., Any]:
         return import_string(getattr(self, attribute))
@@ -137,8 +157,14 @@ def rebuild(
 def check(*, scope_id: str | None = None) -> list[CheckResult]:
     """Every integrity check: the kernel's hash chains first, then each family's. Each
     check reads what it compares inside one snapshot, so it is safe while serving."""
+    from powercontext.redaction_log import redaction_chain_check
+    from powercontext.sources import source_journal_check
+
     with read_snapshot():
         results = [artifact_chain_check(scope_id=scope_id)]
+    with read_snapshot():
+        results.append(source_journal_check(scope_id=scope_id))
+        results.append(redaction_chain_check(scope_id=scope_id))
     from powercontext.search import vectors
 
     for family in FAMILIES:
@@ -173,9 +199,13 @@ def missing_indexes() -> dict[str, str]:
 
 def artifact_chain_check(*, scope_id: str | None = None) -> CheckResult:
     """Per (scope, family, artifact): revisions 1..n without gaps, each chained to the
-    previous one's hash, each hash recomputed from its stored content, and a head that
-    names exactly revision n."""
+    previous one's hash, each hash recomputed from its stored content (or, for a
+    revision redacted since, its content exactly what the redaction record left), and a
+    head that names exactly revision n."""
+    from powercontext.redaction_log import ARTIFACT_REVISION, latest_digests
+
     result = CheckResult("artifact.chain")
+    redacted = latest_digests(ARTIFACT_REVISION, scope_id)
     heads: dict[tuple[str, str, str], int] = {
         (scope, family, artifact): revision
         for scope, family, artifact, revision in _scoped(ArtifactHead, scope_id).values_list(
@@ -226,7 +256,13 @@ def artifact_chain_check(*, scope_id: str | None = None) -> CheckResult:
             result.add(scope, where, f"expected revision {expected} here (gap or duplicate)")
         if previous_hash != previous:
             result.add(scope, where, "previous_hash does not match the prior revision's hash")
-        if chain_hash(previous_hash, content) != revision_hash:
+        intact = revision_intact(
+            previous_hash=previous_hash,
+            content=content,
+            revision_hash=revision_hash,
+            redacted_digest=redacted.get((scope, where)),
+        )
+        if not intact:
             result.add(scope, where, "revision_hash does not match its content")
         expected, previous = revision + 1, revision_hash
     if current is not None:

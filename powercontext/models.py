@@ -61,14 +61,36 @@ class ArtifactHead(models.Model):
 
 
 class SourceRecord(models.Model):
-    """A captured source (a prompt): idempotent by id, journalled by position."""
+    """A captured source (a prompt): idempotent by id, journalled by position.
+
+    The journal is a hash chain per scope in position order that commits to each
+    payload through a salted digest rather than to the payload itself, so a payload can
+    be erased (purged, or redacted) and the chain still verifies
+    (``powercontext.sources``):
+
+    - ``commitment`` = SHA-256 over the salt and the payload as captured; never changes;
+    - ``entry_hash`` = SHA-256 over ``previous_hash`` (the entry before's ``entry_hash``,
+      the genesis hash for position 1), the source's type, id and position, and the
+      commitment;
+    - ``payload_hash`` = the plain digest of the payload as stored now (what an identical
+      retry is compared with); ``salt`` is the 32 random bytes, hex.
+
+    An erasure replaces the payload (``""`` when purged, the redacted payload when
+    redacted), sets ``payload_hash`` to the new payload's digest (``""`` when purged) and
+    empties ``salt``: without the salt nobody can test a guess of the erased payload
+    against the commitment. A ``RedactionRecord`` says when, why and what it left.
+    """
 
     scope_id = IdentityField(max_length=256)
     source_type = IdentityField(max_length=32)
     source_id = IdentityField(max_length=256)
     position = models.PositiveBigIntegerField()
     payload = models.TextField()
-    payload_hash = models.CharField(max_length=64)
+    payload_hash = models.CharField(max_length=64, blank=True)
+    salt = models.CharField(max_length=64, blank=True, default="")
+    commitment = models.CharField(max_length=64, default="")
+    previous_hash = models.CharField(max_length=64, default="")
+    entry_hash = models.CharField(max_length=64, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -81,6 +103,47 @@ class SourceRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_type}:{self.source_id} #{self.position} ({self.scope_id})"
+
+    @property
+    def erased(self) -> bool:
+        """The payload as captured is gone (purged, or redacted since)."""
+        return not self.salt
+
+
+class RedactionRecord(models.Model):
+    """One erasure of stored text: what was redacted or purged, when and why.
+
+    Append-only, a hash chain per scope in ``seq`` order (``powercontext.redaction_log``).
+    ``target`` names the kind of row (``source``, ``memory.version``,
+    ``candidate.version``, ``candidate.decision``, ``artifact.revision``) and
+    ``target_key`` the row; ``digest`` is the digest of what the row holds afterwards, in
+    that row's own terms (``""`` for a purge), which is how ``check_integrity`` tells a
+    recorded erasure from an alteration. ``kinds`` is canonical JSON ``{kind: count}``.
+    No digest of what was erased is kept: a redacted password could be guessed from one.
+    """
+
+    scope_id = IdentityField(max_length=256)
+    seq = models.PositiveBigIntegerField()
+    target = IdentityField(max_length=32)
+    target_key = IdentityField(max_length=256)
+    action = models.CharField(max_length=16)
+    reason = models.CharField(max_length=512)
+    kinds = models.TextField(default="{}")
+    digest = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField()
+    previous_hash = models.CharField(max_length=64)
+    record_hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope_id", "seq"], name="redaction_seq_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["scope_id", "target", "target_key"], name="redaction_target_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} {self.target_key} #{self.seq} ({self.scope_id})"
 
 
 class VectorIndexState(models.Model):

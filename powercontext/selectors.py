@@ -18,7 +18,8 @@ Head = TypeVar("Head", bound=ArtifactHead)
 @dataclass(frozen=True)
 class StoredSource:
     """A captured source as a reader sees it: its name, id and position in the scope's
-    journal, and the payload it was captured with (``content`` and ``metadata``)."""
+    journal, and the payload it was captured with (``content`` and ``metadata``; empty
+    once purged)."""
 
     record_id: int  # the row's key, for a link to its admin page
     scope_id: str
@@ -41,7 +42,8 @@ def _stored_source(record: SourceRecord) -> StoredSource:
         name=record.source_type,
         source_id=record.source_id,
         position=record.position,
-        payload=json.loads(record.payload),
+        # A purged entry keeps its place in the journal and no payload at all.
+        payload=json.loads(record.payload) if record.payload else {},
         captured_at=record.created_at,
     )
 

@@ -213,3 +213,20 @@ def database_config(home: Path) -> dict:
     config["CONN_HEALTH_CHECKS"] = True
     config.setdefault("TEST", {})
     return config
+
+
+def source_retention_days(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int:
+    """``POWERCONTEXT_SOURCE_RETENTION_DAYS``: how many days a captured prompt keeps its
+    content before ``serve`` purges it (``powercontext.retention``); 0 or unset keeps
+    it for ever. Anything but a whole number of days from 0 up is a start-up error."""
+    raw = environ.get("POWERCONTEXT_SOURCE_RETENTION_DAYS", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or int(raw) > 100_000:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            "POWERCONTEXT_SOURCE_RETENTION_DAYS must be a whole number of days "
+            f"(0 keeps captured prompts for ever), not {raw!r}."
+        )
+    return int(raw)

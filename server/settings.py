@@ -14,13 +14,15 @@ Everything a deployment changes comes from the environment:
   ``Host`` or ``Origin`` names anything else get 403 (``server.origin_policy``).
 - ``POWERCONTEXT_SECRET_KEY``: Django's secret key; generated once and kept in the
   data directory when unset.
+- ``POWERCONTEXT_SOURCE_RETENTION_DAYS``: days a captured prompt keeps its content
+  before ``serve`` purges it (0 or unset: for ever).
 """
 
 import os
 from datetime import timedelta
 from pathlib import Path
 
-from server.config import data_home, database_config, secret_key
+from server.config import data_home, database_config, secret_key, source_retention_days
 from server.origin_policy import parse_allowed_hosts
 
 # The checkout (this file is server/settings.py).
@@ -35,6 +37,8 @@ POWERCONTEXT_REVIEWER_TOKEN_FINDER = "experience.tokens.person_for_token"  # noq
 # 4 MiB: a 200,000-character source whose characters all need JSON escapes still fits.
 POWERCONTEXT_MAX_BODY_BYTES = int(os.environ.get("POWERCONTEXT_MAX_BODY_BYTES", 4 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = POWERCONTEXT_MAX_BODY_BYTES
+
+POWERCONTEXT_SOURCE_RETENTION_DAYS = source_retention_days()
 
 DEBUG = os.environ.get("POWERCONTEXT_DEBUG") == "1"
 # Without a token only this machine's names are served (``manage.py serve`` refuses the

@@ -8,7 +8,12 @@ from rest_framework.views import APIView
 
 from powercontext.api import openapi_examples as examples
 from powercontext.api.auth import Role
-from powercontext.api.fields import StrictCharField, StrictSerializer, scope_id_field
+from powercontext.api.fields import (
+    RedactedSchema,
+    StrictCharField,
+    StrictSerializer,
+    scope_id_field,
+)
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 from powercontext.artifacts import canonical_json
@@ -134,11 +139,13 @@ class SourceReferenceOutput(serializers.Serializer):
 
 
 class SourceContentOutput(serializers.Serializer):
-    """The capture was accepted, at ``position`` in the scope's capture order."""
+    """The capture was accepted, at ``position`` in the scope's capture order, with
+    what was ``redacted`` from it before it was stored."""
 
     status = serializers.ChoiceField(choices=["accepted"])
     source = SourceReferenceOutput()
     position = serializers.IntegerField(min_value=1)
+    redacted = RedactedSchema()
 
 
 class SourceContentView(ApiView):
@@ -163,8 +170,13 @@ class SourceContentView(ApiView):
         ),
         examples=[examples.CAPTURE_REQUEST],
         description="Capture a content source (a prompt) so that an Experience proposal "
-        "can cite it as evidence (`source_refs`). The same id and payload again answers "
-        "202 with the original position (safe to retry). Errors: 403 `permission_denied` "
+        "can cite it as evidence (`source_refs`). What is stored is not quite what was "
+        "sent: `<private>...</private>` spans are cut from `content`, and every "
+        "credential-shaped string in `content` and in `metadata`'s strings (API keys, "
+        "tokens, passwords in assignments and URLs, private keys) is replaced by a typed "
+        "marker such as `[redacted:aws-secret-key]`; `redacted` counts them by kind. The "
+        "same id and payload again answers 202 with the original position (safe to "
+        "retry), as does an id whose entry has since been purged. Errors: 403 `permission_denied` "
         "for a person's token; 409 `source_conflict` for a different payload under an id "
         "already used; 422 `invalid_request` for a bad field or metadata over 16 KiB.",
     )

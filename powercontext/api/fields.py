@@ -98,3 +98,12 @@ class SourceReferenceSchema(StrictSerializer):
 
     name = StrictCharField(non_blank=True, max_length=64)
     source_id = StrictCharField(non_blank=True, max_length=256)
+
+
+class RedactedSchema(serializers.Serializer):
+    """What the write redacted before storing it: ``count`` secrets (and ``<private>``
+    spans of a captured prompt) replaced, by ``kinds`` (``aws-secret-key``: 1, ...); each
+    stands in the stored text as ``[redacted:<kind>]``. Zero and ``{}`` when nothing was."""
+
+    count = serializers.IntegerField(min_value=0)
+    kinds = serializers.DictField(child=serializers.IntegerField(min_value=1))

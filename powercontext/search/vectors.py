@@ -518,6 +518,17 @@ def write_cited(
         write(index, embedded, [VectorRow(found[0], scope_id, cited_id, found[1], document)])
 
 
+def drop_cited(index: SearchIndex, *, scope_id: str, cited_id: str) -> None:
+    """Delete the vector of the row citing ``cited_id``, in the caller's transaction: the
+    text it was computed from was redacted, and a vector must not describe text that is
+    gone. ``rebuild_index`` (or serve's catch-up) embeds the row again."""
+    if _recorded(index) is None:
+        return
+    found = _row_of(index, scope_id, cited_id)
+    if found is not None:
+        vector_engine().delete(index, [found[0]])
+
+
 # -- searching ------------------------------------------------------------------------
 
 

@@ -50,7 +50,11 @@ def test_memory_lifecycle(pc):
     again = pc.remember_memory(
         scope_id=SCOPE, kind="decision", text="Deploys go through the blue-green pipeline."
     )
-    assert again == {"memory": first["memory"], "entry": None}
+    assert again == {
+        "memory": first["memory"],
+        "entry": None,
+        "redacted": {"count": 0, "kinds": {}},
+    }
 
     hits = pc.search_memory(scope_id=SCOPE, query="how do deploys work", limit=5)
     assert [hit["citation"] for hit in hits["hits"]] == [entry["citation"]]
@@ -96,6 +100,7 @@ def test_capture_and_prepare(pc):
         "status": "accepted",
         "source": {"name": "content", "source_id": "turn-1"},
         "position": 1,
+        "redacted": {"count": 0, "kinds": {}},
     }
     # Idempotent by id: the same payload again answers the original position.
     assert (

@@ -186,3 +186,24 @@ def test_capture_is_sent_when_both_are_slow_in_parallel(hook, fake_server):
     assert run.context() == PACK
     assert len(captured(server)) == 1
     assert run.elapsed < 1.0
+
+
+def test_private_spans_leave_the_hook_neither_in_the_capture_nor_in_the_query(hook, fake_server):
+    server = fake_server(ok_routes())
+    prompt = "Fix the importer.<private>my card is 4111 1111 1111 1111</private> Thanks"
+    run = hook("codex", server.url, payload=codex_payload(prompt, str(hook.workdir)))
+    assert run.context() == PACK
+    [body] = captured(server)
+    [query] = [r.json() for r in server.requests_to(PREPARE)]
+    assert body["content"] == query["query"] == "Fix the importer. Thanks"
+    assert "4111" not in json.dumps([body, query])
+
+
+def test_a_prompt_that_is_all_private_makes_no_call(hook, fake_server):
+    server = fake_server(ok_routes())
+    prompt = "<PRIVATE>\nthe whole prompt, unclosed"
+    run = hook("claude", server.url, payload=claude_payload(prompt, str(hook.workdir)))
+    assert run.stdout == b""
+    assert run.diagnostic()["outcome"] == "skipped"
+    assert server.requests_to(SOURCES) == []
+    assert server.requests_to(PREPARE) == []

@@ -84,6 +84,7 @@ class TestSources:
             "status": "accepted",
             "source": {"name": "content", "source_id": "prompt-1"},
             "position": 1,
+            "redacted": {"count": 0, "kinds": {}},
         }
         again = api.ok("/v1/sources/content", self.body(), status=202)
         assert again == first

@@ -647,6 +647,33 @@ def prepare(config: Config, scope_id: str, query: str, deadline: float) -> Recal
 # -------------------------------------------------------------------------- capture
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def strip_private(prompt: str) -> str:
+    """``prompt`` without its ``<private>...</private>`` spans (any case, across lines;
+    an unclosed one runs to the end), as the server strips them
+    (``powercontext.redaction.strip_private``). Plain string search: cheaper to import
+    and to run than a regular expression for a tag that is almost never there."""
+    # ASCII-only lower-casing keeps every offset (str.lower may lengthen a character).
+    lowered = prompt.translate(_ASCII_LOWER)
+    start = lowered.find("<private>")
+    if start == -1:
+        return prompt
+    kept = []
+    position = 0
+    while start != -1:
+        kept.append(prompt[position:start])
+        end = lowered.find("</private>", start + len("<private>"))
+        if end == -1:
+            position = len(prompt)
+            break
+        position = end + len("</private>")
+        start = lowered.find("<private>", position)
+    kept.append(prompt[position:])
+    return "".join(kept)
+
+
 def turn_key(hook_input: Mapping[str, Any]) -> str:
     """The turn part of a capture id.
 
@@ -768,7 +795,11 @@ def run_hook(
     if not isinstance(hook_input, dict) or hook_input.get("hook_event_name") != "UserPromptSubmit":
         return None, diagnostic(agent, RecallResult(SKIPPED))
     prompt = hook_input.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
+    if not isinstance(prompt, str):
+        return None, diagnostic(agent, RecallResult(SKIPPED))
+    # What the user marked private never leaves this process: not captured, not searched.
+    prompt = strip_private(prompt)
+    if not prompt.strip():
         return None, diagnostic(agent, RecallResult(SKIPPED))
 
     config = load_config(environ)

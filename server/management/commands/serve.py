@@ -10,6 +10,7 @@ from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
 from powercontext import startup
+from powercontext.retention import Retention
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
 from server import origin_policy
@@ -132,6 +133,7 @@ class Command(BaseCommand):
             protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
         loading: threading.Thread | None = None
         catching_up: CatchUp | None = None
+        retention: Retention | None = None
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             # The embedding model loads while the server starts listening, so the first
@@ -143,6 +145,9 @@ class Command(BaseCommand):
             if not no_vector_catch_up:
                 catching_up = CatchUp()
                 catching_up.start()
+            # POWERCONTEXT_SOURCE_RETENTION_DAYS: captured prompts past it are purged.
+            retention = Retention()
+            retention.start()
             application = get_internal_wsgi_application()
             try:
                 server = Server(
@@ -171,6 +176,8 @@ class Command(BaseCommand):
             # when Python exits.
             if catching_up is not None:
                 catching_up.stop()
+            if retention is not None:
+                retention.stop()
             if loading is not None:
                 loading.join()
             connections.close_all()
