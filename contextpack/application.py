@@ -28,6 +28,7 @@ from contextpack.builder import (
     PreparedContextBuilder,
 )
 from contextpack.explanation import (
+    CandidateExplanation,
     FamilyExplanation,
     HitExplanation,
     PackExplanation,
@@ -269,10 +270,24 @@ def _explanation(
                 decision=decision,
             )
         )
+    candidates = tuple(
+        CandidateExplanation(
+            family=family,
+            cited_id=item.ranked.hit.cited_id,
+            matched_by=item.ranked.channels,
+            semantic_rank=item.semantic_rank,
+            similarity=item.similarity,
+            admitted=item.admitted,
+            reason=item.verdict.value,
+        )
+        for family, considered in zip(("memory", "experience"), found.considered, strict=True)
+        for item in considered
+    )
     return PackExplanation(
         max_bytes=trace.max_bytes,
         recent_prompts=len(found.prompts),
         memory=families[0],
         experience=families[1],
         hits=tuple(hits),
+        candidates=candidates,
     )

@@ -47,9 +47,28 @@ class HitExplanation:
 
 
 @dataclass(frozen=True)
+class CandidateExplanation:
+    """One candidate a family's search considered, and the relevance decision on it
+    (``powercontext.search.relevance``): admitted candidates become the hits the builder
+    sees, the others never reach it. ``semantic_rank`` is its place among the semantic
+    channel's candidates (1 = nearest; None: that channel did not propose it) and
+    ``similarity`` its cosine to the prompt (to the nearest of its segments)."""
+
+    family: str
+    cited_id: str
+    matched_by: tuple[str, ...]
+    semantic_rank: int | None
+    similarity: float | None
+    admitted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
 class PackExplanation:
     max_bytes: int
     recent_prompts: int  # captured prompts looked back on for recurring terms
     memory: FamilyExplanation
     experience: FamilyExplanation
     hits: tuple[HitExplanation, ...]  # Memory first, each family in rank order
+    # Every candidate of the searches, Memory first, each family in fused order.
+    candidates: tuple[CandidateExplanation, ...] = ()

@@ -180,8 +180,10 @@ def ranked(
     # them: a bound, not a measure, but enough to tell that it is not near.
     farthest = min(similarity.values())
     lexical_keys = {hit.cited_id for hit in lexical}
-    anchors_known = frozenset(term for term in query.anchors if term in weights)
     content = [term for term in query.terms if term not in STOP_TERMS]
+    # A query of one word ("deployment", a tag) names one thing, as an identifier does.
+    anchors = query.anchors | frozenset(content) if len(content) == 1 else query.anchors
+    anchors_known = frozenset(term for term in anchors if term in weights)
     mean_weight = sum(weights.values()) / len(weights) if weights else 0.0
     subjects = frozenset(term for term, weight in weights.items() if weight >= mean_weight)
     evidence = []
@@ -201,8 +203,8 @@ def ranked(
     judgements = relevance.judge(
         evidence,
         anchors_known=anchors_known,
-        anchors_unknown=query.anchors - anchors_known,
-        anchors_only=bool(content) and all(term in query.anchors for term in content),
+        anchors_unknown=anchors - anchors_known,
+        anchors_only=bool(content) and all(term in anchors for term in content),
         single_segment=len(query.segments or [query.terms]) <= 1,
         readable_query=relevance.readable(query.text),
         pack=query.pack,

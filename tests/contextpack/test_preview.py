@@ -426,3 +426,27 @@ def test_what_prepare_refuses_the_form_refuses(desk, body, field):
     assert response.status_code == 200
     assert field in response.context["form"].errors
     assert "prepared" not in response.context
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_preview_says_why_each_candidate_was_admitted_or_left_out(
+    reviewer_group, api, desk, remember
+):
+    # The scope answers nothing about GraphQL: its nearest entries are candidates the
+    # relevance decision leaves out, each with the semantic channel's rank and the reason.
+    remember("Configure Celery's worker concurrency in settings/base.py.", scope_id=SCOPE)
+    remember("The dev database is PostgreSQL 16, on port 5433.", scope_id=SCOPE)
+    response = preview(desk, "How do I configure GraphQL schema stitching?")
+    explanation = response.context["explanation"]
+    assert response.context["prepared"].status == "empty"
+    assert explanation.candidates
+    assert not any(candidate.admitted for candidate in explanation.candidates)
+    assert any(candidate.semantic_rank == 1 for candidate in explanation.candidates)
+    page = response.content.decode()
+    assert 'id="relevance"' in page
+    assert "left out: " in page
+    # A prompt the scope answers: its entry is admitted, and says why.
+    response = preview(desk, "Which port does the dev database use?")
+    admitted = [c for c in response.context["explanation"].candidates if c.admitted]
+    assert admitted
+    assert "admitted: " in response.content.decode()

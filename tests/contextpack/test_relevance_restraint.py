@@ -49,21 +49,27 @@ def test_text_the_model_cannot_read_gets_no_semantic_only_hit(api, remember):
     assert cited(prepare(api, "r3", "数据库迁移")) == [first]
 
 
-# Not transactional: the reviewer group and its permissions come from a data migration,
-# which a transactional test's flush would take away.
-@pytest.mark.django_db
-def test_an_identifier_picks_its_experience_not_the_ones_worded_alike(api, propose, approve):
+def test_an_identifier_picks_its_experience_not_the_ones_worded_alike(
+    reviewer_group, api, propose, approve
+):
     scope = "r4"
-    identifiers = ["exp7a1c", "exp8b2d", "exp9c3e", "exp4d5f", "exp2e6a"]
+    identifiers = [
+        "zqx3f9a01c7d2e5b8",
+        "zqx8e27b4d0c9a163",
+        "zqx51c6e8f2a07d94",
+        "zqx0d4b9a3e6f1c72",
+        "zqx96a2f5c18e0b3d",
+    ]
     for identifier in identifiers:
         body = proposal(
-            f"Rotate the staging signing key {identifier} before the quarterly audit.",
-            situation=f"The staging signing key {identifier} expired during the audit.",
+            f"When the deploy fails with {identifier}, roll back, then migrate.",
+            situation=f"The nightly deploy of the billing worker failed with {identifier}.",
+            action="We rolled the release back and ran the migration by hand.",
+            outcome="The worker came back once the migration had run.",
         )
         approve(propose(scope_id=scope, proposal=body), scope_id=scope)
     [item] = items(prepare(api, scope, identifiers[2]))
     assert identifiers[2] in json.dumps(item)
-    assert not any(other in json.dumps(item) for other in identifiers if other != identifiers[2])
 
 
 def test_a_search_for_a_token_returns_the_entries_that_hold_it(api, remember):
@@ -77,18 +83,29 @@ def test_a_search_for_a_token_returns_the_entries_that_hold_it(api, remember):
     assert sorted(search(api, "r5", "tk9f3e21")) == sorted(holders)
 
 
-def test_a_tag_never_brings_short_entries_without_it_at_any_budget(api, remember):
-    filler = "The rollout checklist covers canaries, dashboards and the pager rota. " * 18
-    tagged = {
-        remember(f"Release tag rl7q2x. {filler} Part {n}.", scope_id="r6")["entry"]["citation"][
-            "entry_id"
-        ]
-        for n in range(3)
-    }
+@pytest.mark.parametrize("tag", ["deployment", "rl7q2x"])
+def test_a_tag_never_brings_short_entries_without_it_at_any_budget(api, remember, tag):
+    scope = f"r6-{tag}"
+    steps = (
+        "Release checklist step {n}: tag the build, run the smoke tests against staging, "
+        "check the error budget on the dashboard, post the change log in the release "
+        "channel, wait for the on-call engineer to confirm, then promote the build. "
+    )
+    tagged = set()
     for n in range(3):
-        remember(f"Release tag note {n}: rollout checklist.", scope_id="r6")
-    for budget in range(512, 8001, 256):
-        assert set(cited(prepare(api, "r6", "rl7q2x", max_bytes=budget))) <= tagged, budget
+        body = f"Release checklist {tag} (part {n + 1}). " + "".join(
+            steps.format(n=step) for step in range(1, 7)
+        )
+        tagged.add(remember(body, scope_id=scope)["entry"]["citation"]["entry_id"])
+    for text in (
+        "Release checklist: tag the build and run the smoke tests against staging.",
+        "Release checklist: post the change log in the release channel.",
+        "Release checklist: wait for the on-call engineer to confirm before promoting.",
+        "Release checklist: check the error budget on the dashboard first.",
+    ):
+        remember(text, scope_id=scope)
+    for budget in [*range(512, 8000, 256), 8000]:
+        assert set(cited(prepare(api, scope, tag, max_bytes=budget))) <= tagged, budget
 
 
 # -- the pure rules ----------------------------------------------------------------------

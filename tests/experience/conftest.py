@@ -104,3 +104,16 @@ def reject(reviewer_api):
         )
 
     return _reject
+
+
+@pytest.fixture
+def reviewer_group(transactional_db):
+    """The reviewer group and its permissions, as their data migration makes them, for a
+    transactional test: the flush after an earlier transactional test took them away."""
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.db import connection
+
+    migration = import_module("experience.migrations.0003_reviewer_group")
+    migration.create_group(apps, connection.schema_editor())
