@@ -779,21 +779,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{_pct(x['empty'])}, items {_num(x['items'])}"
             )
     for pass_name, result in results.items():
-        c, x = result["coding"], result["crossconv"]
-        p = result["planted"] or {}
-        reach = " ".join(f"{k}={p[k]['reach']}" for k in PLANTED_KINDS if k in p)
-        print(
-            f"SUMMARY {pass_name}: "
-            + (
+        c, x, p = result["coding"], result["crossconv"], result["planted"]
+        parts = []
+        if c:
+            parts.append(
                 f"precision {_pct(c['precision_per_prompt'])} ({_num(c['items'])} items), "
                 f"recall_any {_pct(c['pack_recall_any'])}, no-answer empty "
-                f"{_pct(c['no_answer_empty'])}, "
-                if c
-                else ""
+                f"{_pct(c['no_answer_empty'])}"
             )
-            + (f"crossconv empty {_pct(x['empty'])} ({_num(x['items'])} items), " if x else "")
-            + (f"planted reach {reach} of {p[PLANTED_KINDS[0]]['prompts']}" if reach else "")
-        )
+        if x:
+            parts.append(f"crossconv empty {_pct(x['empty'])} ({_num(x['items'])} items)")
+        if p:
+            kinds = [k for k in PLANTED_KINDS if k in p]
+            reach = " ".join(f"{k}={p[k]['reach']}" for k in kinds)
+            parts.append(f"planted reach {reach} of {p[kinds[0]]['prompts']}")
+        print(f"SUMMARY {pass_name}: " + ", ".join(parts))
     print(f"# {dump['seconds']} s")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(dump, indent=1), encoding="utf-8")
