@@ -3,8 +3,10 @@ nothing in the scope answers?
 
 One real ``manage.py serve`` on a fresh data directory (or ``--server URL``, with
 ``PC_TOKEN`` sent as the bearer token), three kinds of measurement, each in one or two
-passes: *cold* (nothing captured) and *captured* (each prompt captured into the scope's
-source journal after its pack, as the hook does), every pass on scopes of its own.
+passes over the same scopes: *cold* (nothing captured), then *captured* (each prompt
+captured into the scope's source journal after its pack, as the hook does). Prepare and
+search write nothing, so the cold pass leaves a scope as a fresh one for the captured pass
+(half the filling of a scope per pass; bench/locomo.py does the same).
 
 1. **Coding memory** (``--files``, the coding-memory project JSONs): each project in a
    fresh scope (one ``POST /v1/memory/remember`` per entry, in file order; a no-op
@@ -173,10 +175,9 @@ def spread(prompts: Sequence[dict], count: int) -> list[dict]:
 
 @dataclass
 class Scope:
-    """One scope of one pass: what it is filled with, and the prompts asked in it."""
+    """One scope: what it is filled with, the prompts asked in it, and each pass's rows."""
 
     section: str
-    pass_name: str
     scope_id: str
     label: str  # project, project/kind, or Q:S
     fill: list[tuple[str, str, str]]  # (file id, kind, text), in order
@@ -184,7 +185,7 @@ class Scope:
     project: str = ""
     planted_kind: str = ""
     server_ids: dict[str, str] = field(default_factory=dict)  # file id -> entry_id
-    rows: list[dict] = field(default_factory=list)
+    rows: dict[str, list[dict]] = field(default_factory=dict)  # pass -> one row a prompt
 
     def seed(self, api: Client) -> None:
         by_text: dict[str, str] = {}
@@ -196,7 +197,7 @@ class Scope:
                 by_text[text] = result["entry"]["citation"]["entry_id"]
             self.server_ids[file_id] = by_text[text]
 
-    def ask(self, api: Client, args: argparse.Namespace) -> None:
+    def ask(self, api: Client, args: argparse.Namespace, pass_name: str) -> None:
         inverse: dict[str, str] = {}
         for file_id, server_id in self.server_ids.items():
             inverse.setdefault(server_id, file_id)
@@ -207,7 +208,7 @@ class Scope:
                 "max_bytes": args.max_bytes,
             }
             payload, seconds = api.timed("/v1/context/prepare", body)
-            if self.pass_name == CAPTURED:
+            if pass_name == CAPTURED:
                 source_id = capture_source_id(
                     self.scope_id, "restraint", f"turn_id:{turn}", prompt["prompt"]
                 )
@@ -245,17 +246,14 @@ class Scope:
                 row.update(pair=self.label, question=prompt["prompt"])
             if self.planted_kind:
                 row["kind"] = self.planted_kind
-            self.rows.append(row)
+            self.rows.setdefault(pass_name, []).append(row)
 
 
-def coding_scopes(
-    projects: Sequence[dict], pass_name: str, tag: str, limit: int | None
-) -> list[Scope]:
+def coding_scopes(projects: Sequence[dict], tag: str, limit: int | None) -> list[Scope]:
     return [
         Scope(
             "coding",
-            pass_name,
-            f"restraint-{tag}-{pass_name}-{project['project']}",
+            f"restraint-{tag}-{project['project']}",
             project["project"],
             [(e["id"], e["kind"], e["text"]) for e in project["entries"]],
             project["prompts"][:limit],
@@ -265,7 +263,7 @@ def coding_scopes(
     ]
 
 
-def planted_scopes(projects: Sequence[dict], pass_name: str, tag: str, count: int) -> list[Scope]:
+def planted_scopes(projects: Sequence[dict], tag: str, count: int) -> list[Scope]:
     scopes = []
     for project in projects:
         fill = [(e["id"], e["kind"], e["text"]) for e in project["entries"]]
@@ -274,8 +272,7 @@ def planted_scopes(projects: Sequence[dict], pass_name: str, tag: str, count: in
             scopes.append(
                 Scope(
                     "planted",
-                    pass_name,
-                    f"restraint-{tag}-{pass_name}-{project['project']}-planted-{kind}",
+                    f"restraint-{tag}-{project['project']}-planted-{kind}",
                     f"{project['project']}/{kind}",
                     [*fill, ("planted:" + kind, "fact", text)],
                     prompts,
@@ -300,7 +297,7 @@ def locomo_turns(conversation: dict) -> list[str]:
 
 
 def crossconv_scopes(
-    locomo: Path, pairs: Sequence[tuple[str, str]], pass_name: str, tag: str, limit: int | None
+    locomo: Path, pairs: Sequence[tuple[str, str]], tag: str, limit: int | None
 ) -> list[Scope]:
     def load(name: str) -> dict:
         return json.loads((locomo / f"{name}.json").read_text(encoding="utf-8"))
@@ -314,8 +311,7 @@ def crossconv_scopes(
         scopes.append(
             Scope(
                 "crossconv",
-                pass_name,
-                f"restraint-{tag}-{pass_name}-crossconv-{asked}-in-{stored}",
+                f"restraint-{tag}-crossconv-{asked}-in-{stored}",
                 f"{asked}:{stored}",
                 [(f"t{i}", "fact", text) for i, text in enumerate(turns)],
                 [{"id": f"{asked}:{stored}/q{i}", "prompt": q} for i, q in enumerate(questions)],
@@ -327,7 +323,8 @@ def crossconv_scopes(
 def run_scopes(
     url: str, token: str | None, scopes: Sequence[Scope], args: argparse.Namespace
 ) -> None:
-    """Fill every scope, then ask every scope's prompts; ``--clients`` at a time."""
+    """Fill every scope, then ask every scope's prompts, pass after pass (cold first: it
+    leaves the scope as it found it); ``--clients`` scopes at a time."""
 
     def each(work: Callable[[Scope, Client], None]) -> None:
         def one(scope: Scope) -> None:
@@ -349,8 +346,9 @@ def run_scopes(
         flush=True,
     )
     started = time.perf_counter()
-    each(lambda scope, api: scope.ask(api, args))
-    asked = sum(len(scope.prompts) for scope in scopes)
+    passes = [name for name in PASSES if name in args.passes]
+    each(lambda scope, api: [scope.ask(api, args, name) for name in passes])
+    asked = sum(len(scope.prompts) for scope in scopes) * len(passes)
     print(
         f"# asked {asked} prompts in {time.perf_counter() - started:.0f} s",
         flush=True,
@@ -677,15 +675,12 @@ def measure(args: argparse.Namespace, url: str, token: str | None) -> dict:
     projects = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
     tag = uuid.uuid4().hex[:8]
     scopes: list[Scope] = []
-    for pass_name in args.passes:
-        if "coding" in args.sections:
-            scopes += coding_scopes(projects, pass_name, tag, args.prompts_limit)
-        if "planted" in args.sections:
-            scopes += planted_scopes(projects, pass_name, tag, args.planted_prompts)
-        if "crossconv" in args.sections and args.locomo:
-            scopes += crossconv_scopes(
-                Path(args.locomo), args.pairs, pass_name, tag, args.prompts_limit
-            )
+    if "coding" in args.sections:
+        scopes += coding_scopes(projects, tag, args.prompts_limit)
+    if "planted" in args.sections:
+        scopes += planted_scopes(projects, tag, args.planted_prompts)
+    if "crossconv" in args.sections and args.locomo:
+        scopes += crossconv_scopes(Path(args.locomo), args.pairs, tag, args.prompts_limit)
     run_scopes(url, token, scopes, args)
 
     entries = {}
@@ -699,7 +694,7 @@ def measure(args: argparse.Namespace, url: str, token: str | None) -> dict:
         "files": paths,
         "locomo": args.locomo,
         "pairs": [f"{a}:{s}" for a, s in args.pairs],
-        "passes": list(args.passes),
+        "passes": [name for name in PASSES if name in args.passes],
         "max_bytes": args.max_bytes,
         "limit": args.limit,
         "entries": entries,
@@ -709,7 +704,8 @@ def measure(args: argparse.Namespace, url: str, token: str | None) -> dict:
         "crossconv": {},
     }
     for scope in scopes:
-        dump[scope.section].setdefault(scope.pass_name, []).extend(scope.rows)
+        for pass_name, rows in scope.rows.items():
+            dump[scope.section].setdefault(pass_name, []).extend(rows)
     return dump
 
 
