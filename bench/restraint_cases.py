@@ -1,5 +1,6 @@
 """The six behaviours of issue 30's "Empty is no longer empty", through the HTTP API: each on
-a fresh scope, as a new user would try it; PASS or FAIL with what the server gave.
+a fresh scope, as a new user would try it; PASS or FAIL with what the server gave. The
+identifiers are fixed: every run asks the same thing.
 
 1. ``Deploy with make release zq20c249a9551941`` stored: prepare for another identifier no
    entry holds (``zq7f01d3e5b2a4c6e8``) is empty.
@@ -160,7 +161,13 @@ def alike_experiences(server: Server) -> Outcome:
         {"scope_id": scope, "source_id": "case-4", "content": "The nightly deploy failed again."},
         status=202,
     )
-    identifiers = [f"zqx{secrets.token_hex(7)}" for _ in range(5)]
+    identifiers = [
+        "zqx3f9a01c7d2e5b8",
+        "zqx8e27b4d0c9a163",
+        "zqx51c6e8f2a07d94",
+        "zqx0d4b9a3e6f1c72",
+        "zqx96a2f5c18e0b3d",
+    ]
     artifacts = []
     for ident in identifiers:
         candidate = server.agent.ok(
@@ -194,17 +201,17 @@ def alike_experiences(server: Server) -> Outcome:
 
 def shared_token(server: Server) -> Outcome:
     scope = server.scope(5)
-    token = "zqt" + secrets.token_hex(6)
+    shared = "zqt5b9e2c71d04a"
     texts = [
-        f"The {token} flag turns the new cache path on.",
-        f"Set {token} in CI to skip the flaky upload test.",
-        f"{token} must stay off in production until the audit is done.",
-        f"The dashboard shows {token} requests in the second panel.",
-        f"Ask Dana before removing {token} from the config.",
+        f"The {shared} flag turns the new cache path on.",
+        f"Set {shared} in CI to skip the flaky upload test.",
+        f"{shared} must stay off in production until the audit is done.",
+        f"The dashboard shows {shared} requests in the second panel.",
+        f"Ask Dana before removing {shared} from the config.",
     ]
     five = {server.remember(scope, text)["citation"]["entry_id"] for text in texts}
-    server.remember(scope, f"unrelated zqu{secrets.token_hex(6)}")
-    hits = server.search(scope, token)
+    server.remember(scope, "unrelated zqu8f3a6d1e92c0")
+    hits = server.search(scope, shared)
     found = [h["citation"]["entry_id"] for h in hits]
     verdict = "PASS" if len(found) == 5 and set(found) == five else "FAIL"
     return Outcome(verdict, f"{len(hits)} hit(s) {shown([h['text'] for h in hits], 40)}")
