@@ -42,8 +42,8 @@ search write nothing, so the cold pass leaves a scope as a fresh one for the cap
 Every scope is filled before any prompt is asked: FTS5's bm25 statistics are the whole
 table's, so a scope's ranking depends on what the database holds, and that is then the same
 whatever the order the parallel clients (``--clients``) get to run in. Entries that score
-alike are ordered by their (random) entry ids, so two runs may still differ by a prompt or
-two; codingbench.py differs from itself the same way.
+alike come out in the order of their (random) entry ids, so two runs may differ by a prompt
+or two; codingbench.py differs from itself the same way.
 
     .venv/bin/python bench/restraint.py --files '<dev>/coding-memory-dev/*.json' \\
         --locomo <dev>/locomo-dev --json-out run.json
