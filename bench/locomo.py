@@ -421,6 +421,17 @@ def run(args: argparse.Namespace) -> int:
             f"{worst:.1f} % (goal >= bare - 5), worst mean content_bytes {worst_bytes:.0f} "
             "(goal <= 4000)"
         )
+    bare = cold[BARE].row()
+    wrapped = [
+        f"{name} cold {cold[name].row()['any_pct']:.1f} % / captured "
+        f"{captured[name].row()['any_pct']:.1f} %"
+        for name, _ in variants
+        if name != BARE
+    ]
+    print(
+        f"SUMMARY bare any {bare['any_pct']:.1f} % / all {bare['all_pct']:.1f} % (cold)"
+        + "".join(f"; wrapped {line} (any)" for line in wrapped)
+    )
     if args.json_out:
         Path(args.json_out).write_text(
             json.dumps([{"policy": p, "prompt": v, **r} for p, v, r in rows], indent=2)

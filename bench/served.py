@@ -442,14 +442,33 @@ class Client:
     the server has closed (reset, closed, no status line) is sent once more on a new
     connection, timed from scratch: the reconnect is not the server's cost. Without it, and
     for a timeout either way, the failure is Unanswered (the request may have been applied).
+    ``token`` is sent as ``Authorization: Bearer`` (a server with an agent token, or a
+    reviewer's personal token).
     """
 
     def __init__(
-        self, host: str, port: int, *, timeout: float = 30.0, retry_stale: bool = False
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout: float = 30.0,
+        retry_stale: bool = False,
+        token: str | None = None,
     ) -> None:
         self.host, self.port, self.timeout = host, port, timeout
         self.retry_stale = retry_stale
+        self.headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
+        if token:
+            self.headers["Authorization"] = "Bearer " + token
         self._connection: http.client.HTTPConnection | None = None
+
+    @classmethod
+    def for_url(cls, url: str, **options: Any) -> Client:
+        """A client for a server given by its base URL (``http://host:port``)."""
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"not an http://host:port URL: {url!r}")
+        return cls(parts.hostname, parts.port or 80, **options)
 
     def post(self, path: str, body: dict) -> tuple[int, dict | None, float]:
         """(status, decoded JSON body or None, seconds of the round trip). Raises Unanswered."""
@@ -469,9 +488,7 @@ class Client:
                 self._connection = http.client.HTTPConnection(
                     self.host, self.port, timeout=self.timeout
                 )
-            self._connection.request(
-                "POST", path, data, {"Content-Type": "application/json", "Connection": "keep-alive"}
-            )
+            self._connection.request("POST", path, data, self.headers)
             response = self._connection.getresponse()
             payload = response.read()
         except (OSError, http.client.HTTPException) as error:
