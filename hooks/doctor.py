@@ -5,9 +5,16 @@
 
 Reads the same environment as the hook, resolves the scope the same way, calls the
 server the way the hook does (``/health/live``, ``/v1/capabilities``, then one
-``/v1/context/prepare`` with a probe query), looks for the installed hook in the agent's
-settings, and finally runs the installed hook script itself on a probe prompt with
-capture switched off (the doctor never writes to the server). Exit code 0 when all is
+``/v1/context/prepare`` with a probe query), looks for the hook's registrations in the
+agent's settings, the installed plugin copies and the project's own files, and finally
+runs this checkout's hook script (the file next to this one) on a probe prompt, with an
+environment it builds and capture switched off (the doctor never writes to the server).
+
+The doctor never runs a command it did not write. A registration counts as PowerContext's
+only when it is exactly what install.py writes for this checkout (or what the plugin
+ships); any other that names PowerContext is reported as "found, not trusted", with its
+file and command, and never run. A repository's own files (``.codex/hooks.json``,
+``.claude/settings*.json``) are untrusted input: a clone chooses them. Exit code 0 when all is
 well, 1 when something needs fixing. Standard library only, Python 3.9+.
 """
 
@@ -17,6 +24,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -153,62 +161,176 @@ def check_server(config, scope_id: str, report: Report) -> None:
 
 
 # Where each agent keeps an installed plugin (its own copy of the plugin directory), the
-# file that holds the plugin's hooks, and the variable its command names the root with.
+# file that holds the plugin's hooks, and the command the plugin ships (exactly as in
+# plugins/<agent>/; a test checks they agree).
 PLUGIN_CACHES = {
-    "codex": ("CODEX_HOME", ".codex", "hooks/hooks.json", "${PLUGIN_ROOT}"),
-    "claude": (
-        "CLAUDE_CONFIG_DIR",
-        ".claude",
-        ".claude-plugin/plugin.json",
-        "${CLAUDE_PLUGIN_ROOT}",
-    ),
+    "codex": ("CODEX_HOME", ".codex", "hooks/hooks.json"),
+    "claude": ("CLAUDE_CONFIG_DIR", ".claude", ".claude-plugin/plugin.json"),
+}
+AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code"}
+PLUGIN_COMMANDS = {
+    "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_user_prompt_submit.py"',
+    "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_user_prompt_submit.py"',
 }
 
 
-def plugin_commands(agent: str, home: str) -> list[tuple[str, str]]:
-    """(file, command with the plugin root filled in) of every installed PowerContext
-    plugin: <agent home>/plugins/cache/<marketplace>/powercontext/<version>/."""
-    env_var, default_dir, hooks_file, variable = PLUGIN_CACHES[agent]
+class Registration:
+    """A hook handler found in a settings file that names PowerContext, and whether the
+    doctor recognises it as exactly what the installer (or the plugin) writes. Nothing
+    found here is ever run: the doctor runs only this checkout's own script."""
+
+    def __init__(self, path: str, scope: str, command: str | None, error: str = "") -> None:
+        self.path = path
+        self.scope = scope  # "plugin", "user" or "project"
+        self.command = command
+        self.error = error  # the file could not be read safely
+        self.trusted = False
+        self.why = ""
+
+
+def shown(text: str) -> str:
+    """A string from a file the doctor did not write, printable on one line: JSON with
+    ASCII escapes, so no line break or terminal escape in it can forge the report."""
+    return json.dumps(text, ensure_ascii=True)
+
+
+def read_settings(path: str, scope: str, project_root: str | None) -> list[Registration]:
+    """The registrations naming PowerContext in one settings file (none when it is absent)."""
+    try:
+        data, _ = install.load(path, project_root)
+    except install.InstallError as exc:
+        return [Registration(path, scope, None, str(exc))]
+    return [
+        Registration(path, scope, entry["command"])
+        for entry in install.handlers(data)
+        if install.names_powercontext(entry)
+    ]
+
+
+def plugin_hook_files(agent: str, home: str) -> list[str]:
+    """The hooks file of every installed PowerContext plugin copy:
+    <agent home>/plugins/cache/<marketplace>/powercontext/<version>/."""
+    env_var, default_dir, hooks_file = PLUGIN_CACHES[agent]
     base = os.environ.get(env_var) or os.path.join(home, default_dir)
     pattern = os.path.join(base, "plugins", "cache", "*", "powercontext", "*", hooks_file)
+    return sorted(glob.glob(pattern))
+
+
+def project_files(agent: str, project_root: str) -> list[str]:
+    """The repository's own files the agent reads hooks from."""
+    if agent == "codex":
+        return [os.path.join(project_root, ".codex", "hooks.json")]
+    return [
+        os.path.join(project_root, ".claude", "settings.json"),
+        os.path.join(project_root, ".claude", "settings.local.json"),
+    ]
+
+
+def interpreters() -> set[str]:
+    """The interpreters the installer writes into the command when run here."""
+    return {install.default_python(), sys.executable, os.path.realpath(sys.executable)}
+
+
+def judge(agent: str, found: Registration) -> None:
+    """Set ``trusted`` (exactly what the installer or the plugin writes, for this checkout)
+    or ``why`` not."""
+    command = found.command or ""
+    if found.scope == "plugin":
+        found.trusted = command == PLUGIN_COMMANDS[agent]
+        if not found.trusted:
+            found.why = "it is not the command the PowerContext plugin ships"
+        return
+    if any(command == install.hook_command(agent, python) for python in interpreters()):
+        found.trusted = True
+        return
+    script = install.installer_script(agent, {"type": "command", "command": command})
+    here = install.entry_script(agent)
+    if script is not None and os.path.realpath(script) == os.path.realpath(here):
+        if found.scope == "user":
+            # The user's own file, with an interpreter chosen with --python.
+            found.trusted = True
+            return
+        found.why = "it runs this checkout's hook with an interpreter the installer did not choose"
+    elif script is not None:
+        found.why = f"it runs another copy of the hook, {shown(script)}"
+    else:
+        found.why = "it is not the command install.py writes"
+
+
+def registrations(agent: str, home: str, project_dir: str) -> list[Registration]:
     found = []
-    for path in sorted(glob.glob(pattern)):
-        root = os.path.dirname(os.path.dirname(path))
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            found.append((path, ""))
-            continue
-        groups = (data.get("hooks") or {}).get(install.EVENT) or []
-        for grp in groups:
-            for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
-                if install.is_ours(agent, entry):
-                    found.append((path, entry["command"].replace(variable, root)))
+    for path in plugin_hook_files(agent, home):
+        found.extend(read_settings(path, "plugin", None))
+    user_file = install.settings_path(agent, "user", home, project_dir)
+    found.extend(read_settings(user_file, "user", None))
+    root = install.find_project_root(project_dir)
+    for path in project_files(agent, root):
+        found.extend(read_settings(path, "project", root))
+    for registration in found:
+        if registration.command is not None:
+            judge(agent, registration)
     return found
 
 
-def installed_commands(agent: str, home: str, project_dir: str) -> list[tuple[str, str]]:
-    found = plugin_commands(agent, home)
-    for scope in ("user", "project"):
-        path = install.settings_path(agent, scope, home, project_dir)
-        try:
-            data, _ = install.load(path)
-        except install.InstallError:
-            found.append((path, ""))
-            continue
-        groups = (data.get("hooks") or {}).get(install.EVENT) or []
-        for grp in groups:
-            for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
-                if install.is_ours(agent, entry):
-                    found.append((path, entry["command"]))
-    return found
+def install_command(agent: str, scope: str, project_dir: str) -> str:
+    parts = ["python3", os.path.join(install.HOOKS_DIR, "install.py"), "--agent", agent]
+    if scope == "project":
+        parts += ["--scope", "project", "--project-dir", project_dir]
+    return " ".join(shlex.quote(part) for part in parts)
 
 
-def run_installed_hook(agent: str, command: str, cwd: str, report: Report) -> None:
-    import shlex
+def report_registration(agent: str, found: Registration, project_dir: str, report) -> None:
+    where = shown(found.path)
+    if found.error:
+        report.problem(
+            f"{where} could not be read ({found.error}); {AGENT_NAMES[agent]} may not read it"
+            " either"
+        )
+        return
+    if found.trusted:
+        report.ok(f"registered in {found.path}")
+        return
+    text = (
+        f"found, not trusted: {where} registers {shown(found.command or '')}; {found.why},"
+        " so the doctor did not run it."
+    )
+    if found.scope == "project":
+        text += (
+            f" The file is the repository's: {AGENT_NAMES[agent]} runs it in this project."
+            " Remove that"
+            " entry unless you put it there yourself"
+        )
+    else:
+        text += " Remove that entry unless you put it there yourself"
+    if install.installer_shaped(agent, {"type": "command", "command": found.command}):
+        text += "; to point it at this checkout run: " + install_command(
+            agent, found.scope, project_dir
+        )
+    report.problem(text + ".")
 
-    argv = shlex.split(command)
+
+def hook_environment(config) -> dict:
+    """What the hook needs and nothing else: the server, the token, the scope and recall
+    settings, capture off (the doctor never writes)."""
+    env = {"POWERCONTEXT_CAPTURE": "0", "POWERCONTEXT_URL": config.url}
+    for name in (
+        "POWERCONTEXT_API_TOKEN",
+        "POWERCONTEXT_SCOPE_ID",
+        "POWERCONTEXT_RECALL",
+        "POWERCONTEXT_ALLOW_INSECURE_HTTP",
+        "POWERCONTEXT_HOOK_TIMEOUT_MS",
+        "SYSTEMROOT",  # Windows sockets need it
+    ):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env["PATH"] = install.absolute_path_entries()
+    return env
+
+
+def run_own_hook(agent: str, config, cwd: str, report: Report) -> None:
+    """Run this checkout's entry script (the file next to the doctor) the way the installed
+    command runs it, on a probe prompt, with an environment built here."""
+    argv = [install.default_python(), "-S", install.entry_script(agent)]
     payload = {
         "hook_event_name": "UserPromptSubmit",
         "prompt": PROBE_QUERY,
@@ -216,39 +338,49 @@ def run_installed_hook(agent: str, command: str, cwd: str, report: Report) -> No
         "session_id": "powercontext-doctor",
         "turn_id": "powercontext-doctor",
     }
-    env = dict(os.environ, POWERCONTEXT_CAPTURE="0")  # the doctor never writes
     started = time.monotonic()
     try:
         done = subprocess.run(
             argv,
             input=json.dumps(payload).encode(),
             capture_output=True,
-            env=env,
+            env=hook_environment(config),
+            cwd=install.HOOKS_DIR,
             timeout=10,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        report.problem(f"the installed hook command could not run: {exc}")
+        report.problem(f"this checkout's hook could not run ({' '.join(argv)}): {exc}")
         return
     elapsed = (time.monotonic() - started) * 1000
+    label = f"this checkout's hook ({argv[0]} -S {argv[2]})"
     if done.returncode != 0:
         report.problem(
-            f"the installed hook exited with {done.returncode}"
-            f" (stderr: {done.stderr.decode('utf-8', 'replace').strip()[:300]})"
+            f"{label} exited with {done.returncode}"
+            f" (stderr: {shown(done.stderr.decode('utf-8', 'replace').strip()[:300])})"
         )
         return
     if done.stdout:
-        report.ok(f"the installed hook injected context ({elapsed:.0f} ms wall time)")
+        report.ok(f"{label} injected context ({elapsed:.0f} ms wall time)")
         return
     try:
         outcome = json.loads(done.stderr.decode("utf-8").splitlines()[0])["outcome"]
-    except (ValueError, IndexError, KeyError):
-        report.problem(f"the installed hook printed an unreadable diagnostic: {done.stderr!r}")
+    except (ValueError, IndexError, KeyError, TypeError):
+        report.problem(f"{label} printed an unreadable diagnostic: {shown(repr(done.stderr))}")
         return
     if outcome == hook.EMPTY:
-        report.ok(f"the installed hook ran ({elapsed:.0f} ms): outcome empty")
+        report.ok(f"{label} ran ({elapsed:.0f} ms): outcome empty")
     else:
-        report.problem(f"the installed hook ran ({elapsed:.0f} ms): outcome {outcome}")
+        known = outcome in (
+            hook.SKIPPED,
+            hook.AUTHENTICATION_FAILED,
+            hook.VERSION_MISMATCH,
+            hook.SERVER_UNAVAILABLE,
+            hook.INVALID_RESPONSE,
+        )
+        report.problem(
+            f"{label} ran ({elapsed:.0f} ms): outcome {outcome if known else shown(str(outcome))}"
+        )
 
 
 def run(argv: list[str] | None = None, out=None) -> int:
@@ -258,7 +390,7 @@ def run(argv: list[str] | None = None, out=None) -> int:
     parser.add_argument("--cwd", default=os.getcwd(), help="the project directory to check")
     parser.add_argument("--home", default=os.path.expanduser("~"), help=argparse.SUPPRESS)
     parser.add_argument(
-        "--no-hook-run", action="store_true", help="do not run the installed hook script"
+        "--no-hook-run", action="store_true", help="do not run this checkout's hook script"
     )
     args = parser.parse_args(argv)
     report = Report(out)
@@ -285,23 +417,18 @@ def run(argv: list[str] | None = None, out=None) -> int:
         check_server(config, scope_id, report)
 
     print(f"Installation ({args.agent})", file=out)
-    commands = installed_commands(args.agent, args.home, args.cwd)
-    if not commands:
+    found = registrations(args.agent, args.home, args.cwd)
+    for registration in found:
+        report_registration(args.agent, registration, args.cwd, report)
+    if not any(registration.trusted for registration in found):
         report.problem(
             "no PowerContext hook registered for {}: install the plugin (plugins/README.md)"
-            " or run: python3 {} --agent {}".format(
-                args.agent, os.path.join(install.HOOKS_DIR, "install.py"), args.agent
-            )
+            " or run: {}".format(args.agent, install_command(args.agent, "user", args.cwd))
         )
-    for path, command in commands:
-        if not command:
-            report.problem(f"{path} is not valid JSON; {args.agent} cannot read it either")
-            continue
-        report.ok(f"registered in {path}")
-        if not args.no_hook_run and not config.error:
-            run_installed_hook(args.agent, command, args.cwd, report)
-    if commands and args.agent == "codex":
+    elif args.agent == "codex":
         report.info("Codex runs the hook only once trusted: check it in /hooks after every change.")
+    if not args.no_hook_run and not config.error:
+        run_own_hook(args.agent, config, args.cwd, report)
 
     print(
         "All good." if not report.problems else f"{report.problems} thing(s) to fix.",

@@ -254,3 +254,14 @@ def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(
         body = json.loads(response.read())
     names = {tool["name"] for tool in body["result"]["tools"]}
     assert "remember_memory" in names
+
+
+def test_the_doctor_knows_the_command_each_plugin_ships():
+    """The doctor trusts a plugin copy only when its hook command is exactly this one."""
+    from .conftest import load_hook_module
+
+    doctor = load_hook_module("doctor")
+    (claude,) = load(CLAUDE_PLUGIN / ".claude-plugin" / "plugin.json")["hooks"]["UserPromptSubmit"]
+    (codex,) = load(CODEX_PLUGIN / "hooks" / "hooks.json")["hooks"]["UserPromptSubmit"]
+    assert claude["hooks"][0]["command"] == doctor.PLUGIN_COMMANDS["claude"]
+    assert codex["hooks"][0]["command"] == doctor.PLUGIN_COMMANDS["codex"]
