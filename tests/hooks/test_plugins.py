@@ -220,15 +220,43 @@ def test_claude_plugin_hook_runs_as_claude_code_runs_it(powercontext_server, tmp
     assert text in output["hookSpecificOutput"]["additionalContext"]
 
 
+def mcp_post(url: str, headers: dict, message: dict) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(message).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+            **headers,
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 @pytest.mark.slow
-def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(
-    powercontext_server, tmp_path
-):
-    """The MCP entry expanded as Claude Code expands ``${VAR:-default}``: tools/list works."""
+@pytest.mark.parametrize("token", [True, False], ids=["with-token", "without-token"])
+def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(token, request):
+    """The MCP entry expanded as Claude Code expands ``${VAR:-default}``: tools/list and a
+    write then a read work, with a token and, in the README's default setup, without one
+    (then the header is ``Bearer`` with nothing after it)."""
     from .conftest import LIVE_TOKEN
 
+    base = request.getfixturevalue(
+        "powercontext_server" if token else "powercontext_server_without_token"
+    )
     server = load(CLAUDE_PLUGIN / ".claude-plugin" / "plugin.json")["mcpServers"]["powercontext"]
-    env = {"POWERCONTEXT_URL": powercontext_server, "POWERCONTEXT_API_TOKEN": LIVE_TOKEN}
+    env = {"POWERCONTEXT_URL": base}
+    if token:
+        env["POWERCONTEXT_API_TOKEN"] = LIVE_TOKEN
 
     def expand(value: str) -> str:
         return re.sub(
@@ -237,23 +265,32 @@ def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(
             value,
         )
 
-    import urllib.request
-
-    request = urllib.request.Request(
-        expand(server["url"]),
-        data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-            **{name: expand(value) for name, value in server["headers"].items()},
-        },
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        body = json.loads(response.read())
+    url = expand(server["url"])
+    headers = {name: expand(value) for name, value in server["headers"].items()}
+    if not token:
+        assert headers == {"Authorization": "Bearer "}
+    status, body = mcp_post(url, headers, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 200, body
     names = {tool["name"] for tool in body["result"]["tools"]}
     assert "remember_memory" in names
+    text = f"Plugin MCP check ({'token' if token else 'no token'}): run make check."
+    for number, (name, arguments) in enumerate(
+        [
+            ("remember_memory", {"scope_id": SCOPE, "kind": "convention", "text": text}),
+            ("search_memory", {"scope_id": SCOPE, "query": "plugin MCP check make"}),
+        ]
+    ):
+        message = {
+            "jsonrpc": "2.0",
+            "id": 2 + number,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        status, body = mcp_post(url, headers, message)
+        assert status == 200, body
+        assert body["result"]["isError"] is False, body
+    hits = body["result"]["structuredContent"]["hits"]
+    assert text in [hit["text"] for hit in hits]
 
 
 def test_the_doctor_knows_the_command_each_plugin_ships():
