@@ -31,7 +31,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import codex_app
 import install
+import mcp_probe
 import powercontext_hook as hook
 
 PROBE_QUERY = "powercontext doctor probe: how is this project built, tested and deployed?"
@@ -383,6 +385,262 @@ def run_own_hook(agent: str, config, cwd: str, report: Report) -> None:
         )
 
 
+# ------------------------------------------------------------------ what the agent does
+
+
+def doctor_command(agent: str, *extra: str) -> str:
+    parts = ["python3", os.path.join(install.HOOKS_DIR, "doctor.py"), "--agent", agent, *extra]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def read_json(path: str) -> object:
+    """A JSON file of the agent's own, or None when absent or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.loads(handle.read(4 * 1024 * 1024))
+    except (OSError, ValueError):
+        return None
+
+
+def copy_differences(script_dir: str, agent: str) -> list[str]:
+    """The hook files in ``script_dir`` (the copy the agent runs) that differ from this
+    checkout's ``hooks/``: the doctor checks this checkout, so it must be what runs."""
+    differing = []
+    for name in ("powercontext_hook.py", install.ENTRY_SCRIPTS[agent]):
+        try:
+            with open(os.path.join(script_dir, name), "rb") as theirs:
+                copy = theirs.read()
+            with open(os.path.join(install.HOOKS_DIR, name), "rb") as ours:
+                same = copy == ours.read()
+        except OSError:
+            same = False
+        if not same:
+            differing.append(name)
+    return differing
+
+
+def claude_plugin_root(home: str) -> tuple[str, str] | None:
+    """(the plugin directory Claude Code runs the hook from, why there), or None when the
+    plugin is not installed. From a directory marketplace Claude Code runs the clone's
+    own copy (``plugins/claude``), not the copy it keeps in its cache."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+    installed = read_json(os.path.join(base, "plugins", "installed_plugins.json"))
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    for plugin_id, entries in sorted(plugins.items()) if isinstance(plugins, dict) else []:
+        if not plugin_id.startswith("powercontext@") or not isinstance(entries, list):
+            continue
+        marketplace = plugin_id.partition("@")[2]
+        known = read_json(os.path.join(base, "plugins", "known_marketplaces.json"))
+        source = (known.get(marketplace) or {}) if isinstance(known, dict) else {}
+        kind = (source.get("source") or {}).get("source") if isinstance(source, dict) else None
+        location = source.get("installLocation") if isinstance(source, dict) else None
+        if kind == "directory" and isinstance(location, str):
+            listing = read_json(os.path.join(location, ".claude-plugin", "marketplace.json"))
+            for entry in listing.get("plugins") or [] if isinstance(listing, dict) else []:
+                relative = entry.get("source") if isinstance(entry, dict) else None
+                if entry.get("name") == "powercontext" and isinstance(relative, str):
+                    root = os.path.normpath(os.path.join(location, relative))
+                    if os.path.commonpath([root, os.path.normpath(location)]) == os.path.normpath(
+                        location
+                    ):
+                        return root, f"the marketplace is the directory {location}"
+        for entry in entries:
+            path = entry.get("installPath") if isinstance(entry, dict) else None
+            if isinstance(path, str):
+                return path, "Claude Code's plugin cache"
+    return None
+
+
+def report_copy(agent: str, script_dir: str, why: str, fix: str, report: Report) -> None:
+    differing = copy_differences(script_dir, agent)
+    if differing:
+        report.problem(
+            f"{AGENT_NAMES[agent]} runs the hook from {shown(script_dir)} ({why}), and its"
+            f" {', '.join(differing)} differ from this checkout's hooks/, which the doctor"
+            f" checks. Fix: {fix}"
+        )
+    else:
+        report.ok(
+            f"{AGENT_NAMES[agent]} runs the hook from {script_dir} ({why}), the same as hooks/"
+        )
+
+
+def report_mcp(agent: str, url: str, headers: dict, scope_id: str, fix: str, report) -> None:
+    failure = mcp_probe.probe(url, headers, scope_id)
+    if failure is None:
+        report.ok(f"{AGENT_NAMES[agent]}'s MCP entry answers tools/list and a read at {url}")
+    else:
+        report.problem(f"{AGENT_NAMES[agent]}'s MCP entry: {failure}. Fix: {fix}")
+
+
+def check_claude(args, config, scope_id: str, report: Report) -> None:
+    found = claude_plugin_root(args.home)
+    if found is None:
+        report.info(
+            "the PowerContext plugin is not installed in Claude Code (so no MCP tools):"
+            " claude plugin marketplace add <this checkout> && claude plugin install"
+            " powercontext@powercontext"
+        )
+        return
+    root, why = found
+    report_copy(
+        "claude",
+        os.path.join(root, "scripts"),
+        why,
+        "claude plugin update powercontext@powercontext (or add this checkout as the"
+        " marketplace: claude plugin marketplace add " + shlex.quote(install.REPO_DIR) + ")",
+        report,
+    )
+    manifest = read_json(os.path.join(root, ".claude-plugin", "plugin.json"))
+    servers = manifest.get("mcpServers") if isinstance(manifest, dict) else None
+    server = servers.get("powercontext") if isinstance(servers, dict) else None
+    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+        report.problem(f"the plugin at {shown(root)} declares no PowerContext MCP server")
+        return
+    environ = dict(os.environ)
+    url = mcp_probe.expand(server["url"], environ)
+    headers = {
+        str(name): mcp_probe.expand(str(value), environ)
+        for name, value in (server.get("headers") or {}).items()
+    }
+    report_mcp(
+        "claude",
+        url,
+        headers,
+        scope_id,
+        "start Claude Code with POWERCONTEXT_URL (the server's address, now "
+        f"{config.url}) and, if the server has a token, POWERCONTEXT_API_TOKEN set",
+        report,
+    )
+
+
+def codex_mcp_command(config) -> str:
+    parts = ["codex", "mcp", "add", "powercontext", "--url", config.url + "/mcp"]
+    if config.token:
+        parts += ["--bearer-token-env-var", "POWERCONTEXT_API_TOKEN"]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def codex_view(codex: str, cwd: str) -> tuple[list, dict]:
+    """(Codex's hook entries for ``cwd``, its effective config)."""
+    hooks, config = codex_app.call(
+        codex,
+        [("hooks/list", {"cwds": [cwd]}), ("config/read", {"includeLayers": False, "cwd": cwd})],
+        cwd=cwd,
+    )
+    entries = []
+    for item in (hooks or {}).get("data") or []:
+        entries.extend(item.get("hooks") or [])
+    return entries, (config or {}).get("config") or {}
+
+
+def codex_hook_is_ours(entry: dict) -> bool:
+    """Exactly the plugin's command (with the plugin root Codex filled in) or exactly the
+    installer's: the same rule as for the settings files."""
+    command = entry.get("command")
+    if not isinstance(command, str):
+        return False
+    if entry.get("source") == "plugin":
+        root = os.path.dirname(os.path.dirname(str(entry.get("sourcePath") or "")))
+        return command == PLUGIN_COMMANDS["codex"].replace("${PLUGIN_ROOT}", root)
+    scope = "user" if entry.get("source") == "user" else "project"
+    found = Registration(str(entry.get("sourcePath")), scope, command)
+    judge("codex", found)
+    return found.trusted
+
+
+def check_codex(args, config, scope_id: str, report: Report) -> None:
+    codex = codex_app.find_codex(install.absolute_path_entries())
+    if codex is None:
+        report.info(
+            "codex is not on PATH: the doctor cannot ask Codex whether it trusts the hook"
+            " and reaches the MCP tools"
+        )
+        return
+    try:
+        entries, effective = codex_view(codex, args.cwd)
+    except codex_app.CodexError as exc:
+        report.problem(f"could not ask Codex what it will run ({exc})")
+        return
+    ours = [
+        entry
+        for entry in entries
+        if entry.get("eventName") == "userPromptSubmit" and codex_hook_is_ours(entry)
+    ]
+    if not ours:
+        report.problem(
+            "Codex discovers no PowerContext UserPromptSubmit hook for this project. Fix:"
+            " codex plugin marketplace add " + shlex.quote(install.REPO_DIR) + " && codex"
+            " plugin add powercontext@powercontext"
+        )
+    trust_fix = doctor_command("codex", "--cwd", args.cwd, "--trust-codex-hook")
+    for entry in ours:
+        script = shlex.split(entry["command"])[-1]
+        same = not copy_differences(os.path.dirname(script), "codex")
+        report_copy(
+            "codex",
+            os.path.dirname(script),
+            "as Codex reports it",
+            "codex plugin remove powercontext@powercontext && codex plugin add"
+            " powercontext@powercontext",
+            report,
+        )
+        if entry.get("enabled") is False:
+            report.problem("Codex has the hook switched off. Fix: enable it in Codex's /hooks")
+        status = entry.get("trustStatus")
+        if status in ("trusted", "managed"):
+            report.ok("Codex trusts the hook, so it runs it")
+        elif args.trust_codex_hook and same:
+            try:
+                codex_app.call(
+                    codex,
+                    [("config/batchWrite", {"edits": [codex_app.trust_edit(entry)]})],
+                    cwd=args.cwd,
+                )
+            except codex_app.CodexError as exc:
+                report.problem(f"could not record trust in Codex ({exc})")
+            else:
+                report.ok("Codex trusts the hook now (recorded as /hooks would)")
+        else:
+            state = "changed since it was trusted" if status == "modified" else "not trusted"
+            report.problem(
+                f"Codex skips the hook without a word: it is {state}. Fix: {trust_fix}"
+                " (or trust it in Codex's /hooks)"
+            )
+    server = (effective.get("mcp_servers") or {}).get("powercontext")
+    wanted = config.url + "/mcp"
+    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+        report.problem(
+            f"Codex has no PowerContext MCP server, so no tools. Fix: {codex_mcp_command(config)}"
+        )
+        return
+    if server.get("enabled") is False:
+        report.info("Codex's PowerContext MCP server is switched off (enabled = false)")
+        return
+    fix = "codex mcp remove powercontext && " + codex_mcp_command(config)
+    if server["url"] != wanted:
+        report.problem(
+            f"Codex's PowerContext MCP server is {shown(server['url'])}, the hook's server"
+            f" {wanted}. Fix: {fix}"
+        )
+        return
+    variable = server.get("bearer_token_env_var")
+    if variable and not os.environ.get(str(variable), "").strip():
+        report.problem(
+            f"Codex's MCP entry takes its token from {variable}, which is not set here: Codex"
+            f" then leaves the server out without a word. Fix: set {variable}, or if the"
+            f" server has no token: {fix}"
+        )
+        return
+    headers = mcp_probe.bearer_headers(os.environ, variable)
+    for name, value in (server.get("http_headers") or {}).items():
+        headers[str(name)] = str(value)
+    for name, source in (server.get("env_http_headers") or {}).items():
+        if os.environ.get(str(source)):
+            headers[str(name)] = os.environ[str(source)]
+    report_mcp("codex", wanted, headers, scope_id, fix, report)
+
+
 def run(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(description="Check the PowerContext hook end to end.")
@@ -391,6 +649,17 @@ def run(argv: list[str] | None = None, out=None) -> int:
     parser.add_argument("--home", default=os.path.expanduser("~"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--no-hook-run", action="store_true", help="do not run this checkout's hook script"
+    )
+    parser.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="do not ask the agent (codex app-server) nor call its MCP entry",
+    )
+    parser.add_argument(
+        "--trust-codex-hook",
+        action="store_true",
+        help="record Codex's trust for PowerContext's own hook (what /hooks does), when it is"
+        " exactly the plugin's or the installer's command and its copy matches this checkout",
     )
     args = parser.parse_args(argv)
     report = Report(out)
@@ -429,6 +698,11 @@ def run(argv: list[str] | None = None, out=None) -> int:
         report.info("Codex runs the hook only once trusted: check it in /hooks after every change.")
     if not args.no_hook_run and not config.error:
         run_own_hook(args.agent, config, args.cwd, report)
+
+    if not args.no_agent and not config.error:
+        print(f"What {AGENT_NAMES[args.agent]} will do", file=out)
+        checks = {"codex": check_codex, "claude": check_claude}
+        checks[args.agent](args, config, scope_id, report)
 
     print(
         "All good." if not report.problems else f"{report.problems} thing(s) to fix.",

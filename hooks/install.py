@@ -38,6 +38,7 @@ import sys
 import tempfile
 
 HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(HOOKS_DIR)
 EVENT = "UserPromptSubmit"
 ENTRY_SCRIPTS = {
     "codex": "codex_user_prompt_submit.py",

@@ -22,7 +22,7 @@ def healthy_routes():
 
 def doctor(home, url, *args, **env):
     return subprocess.run(
-        [sys.executable, DOCTOR, "--home", str(home), "--cwd", str(home), *args],
+        [sys.executable, DOCTOR, "--home", str(home), "--cwd", str(home), "--no-agent", *args],
         capture_output=True,
         text=True,
         env=hook_env(home, POWERCONTEXT_URL=url, **env),

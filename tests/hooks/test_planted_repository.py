@@ -101,7 +101,17 @@ def planted(tmp_path):
 
 def doctor(home: Path, url: str, cwd: Path, agent: str, **env: str):
     return subprocess.run(
-        [sys.executable, DOCTOR, "--home", str(home), "--cwd", str(cwd), "--agent", agent],
+        [
+            sys.executable,
+            DOCTOR,
+            "--home",
+            str(home),
+            "--cwd",
+            str(cwd),
+            "--agent",
+            agent,
+            "--no-agent",
+        ],
         capture_output=True,
         text=True,
         env=hook_env(home, POWERCONTEXT_URL=url, **env),
