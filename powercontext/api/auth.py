@@ -67,6 +67,7 @@ OPERATION_ROLES: dict[str, Role] = {
     "reactivate_memory_entry": Role.WRITE,
     "memory_changes": Role.READ,
     "prepare_context": Role.READ,
+    "session_context": Role.READ,
     "propose_experience": Role.WRITE,
     "get_experience": Role.READ,
     "list_artifact_candidates": Role.READ,

@@ -96,6 +96,7 @@ def body(operation: str, w: dict) -> dict | None:
         "reactivate_memory_entry": {**scope, "citation": w["citation"]},
         "memory_changes": {**scope, "since_revision": 0},
         "prepare_context": {**scope, "query": "how do deploys work"},
+        "session_context": scope,
         "propose_experience": {**scope, "proposal": PROPOSAL, "source_refs": [SOURCE]},
         "get_experience": {**scope, "artifact": w["experience"]},
         "list_artifact_candidates": scope,
