@@ -3,15 +3,18 @@
 A ``SessionStart`` hook has no prompt to search for, so this pack is chosen by what a new
 session most needs before the first prompt, in this order of priority:
 
-1. **Standing instructions**: the scope's active Memory entries of kind ``command`` (how
-   to build, test, run) then ``convention`` (how the team works), the most recently
-   written first. They are what an AGENTS.md / CLAUDE.md holds, and what an agent without
-   them gets wrong on its first try.
-2. **Where the work is**: the entries that best match the subjects of the scope's most
-   recent captured prompts, each prompt scored on its own (``segments``), with the words
-   the user repeats in every prompt weighing less (``recurring_terms``): a session that
-   resumes the work gets the facts it was using.
-3. **One lesson**: the most recently approved Experience.
+- **Standing instructions**: the scope's active Memory entries of kind ``command`` (how
+  to build, test, run) and ``convention`` (how the team works), the most recently written
+  first. They are what an AGENTS.md / CLAUDE.md holds, and what an agent without them
+  gets wrong on its first try.
+- **Where the work is**: the entries that best match the subjects of the scope's most
+  recent captured prompts, each prompt scored on its own (``segments``), with the words
+  the user repeats in every prompt weighing less (``recurring_terms``): a session that
+  resumes the work gets the facts it was using.
+- **One lesson**: the most recently approved Experience.
+
+Memory items go in turn (a command, a subject, a convention, then the next of each) so
+that a budget of a few items holds some of each; the builder keeps what fits.
 
 The same ``powercontext.prepared-context.v1`` value as prepare, from the same pure builder
 (trust wrapper, citations, truncation, byte budget), from the families' own selectors.
@@ -35,9 +38,9 @@ from powercontext.search import SearchInconsistent
 from powercontext.search.policy import recurring_terms
 from powercontext.snapshot import read_snapshot
 
-# Kinds in the order they are given; the most recently written entry of a kind first.
+# The standing kinds; of each, the most recently written entries first.
 STANDING_KINDS = ("command", "convention")
-STANDING_ENTRIES = 4
+STANDING_PER_KIND = 3
 # The prompts whose subjects are looked for, most recent first, and how many entries.
 SUBJECT_PROMPTS = 3
 SUBJECT_ENTRIES = 3
@@ -58,24 +61,27 @@ def session_context(
     """
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
-        standing = memory_entries_of_kinds(
-            scope_id=scope_id, revision=head, kinds=STANDING_KINDS, limit=STANDING_ENTRIES
-        )
-        memory_hits = [
-            MemoryHit(
-                MemoryCitation(
-                    memory_ref(head), entry.citation.entry_id, entry.citation.entry_version_id
-                ),
-                entry.text,
-            )
-            for entry in standing
+        standing = [
+            [
+                _hit(head, entry.citation.entry_id, entry.citation.entry_version_id, entry.text)
+                for entry in memory_entries_of_kinds(
+                    scope_id=scope_id, revision=head, kinds=(kind,), limit=STANDING_PER_KIND
+                )
+            ]
+            for kind in STANDING_KINDS
         ]
-        taken = {hit.citation.entry_id for hit in memory_hits}
-        memory_hits += _subject_hits(scope_id, head, taken)
+        taken = {hit.citation.entry_id for hits in standing for hit in hits}
+        subjects = _subject_hits(scope_id, head, taken)
         experience_hits = [
             ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)
             for hit in experience_latest(scope_id=scope_id, limit=EXPERIENCES)
         ]
+    # One of each in turn (a command, a subject, a convention, then the next of each), so
+    # the budget holds some of every sort rather than all of the first.
+    lists = [standing[0], subjects, *standing[1:]]
+    memory_hits = [
+        hits[index] for index in range(max(map(len, lists))) for hits in lists if index < len(hits)
+    ]
     if not memory_hits and not experience_hits:
         return EMPTY
     try:
@@ -87,6 +93,10 @@ def session_context(
         )
     except HeadMismatchError as error:  # the index disagrees with the head, as prepare says
         raise SearchInconsistent() from error
+
+
+def _hit(revision: int, entry_id: str, entry_version_id: str, text: str) -> MemoryHit:
+    return MemoryHit(MemoryCitation(memory_ref(revision), entry_id, entry_version_id), text)
 
 
 def _subject_hits(scope_id: str, head: int, taken: set[str]) -> list[MemoryHit]:
@@ -108,10 +118,7 @@ def _subject_hits(scope_id: str, head: int, taken: set[str]) -> list[MemoryHit]:
         segments=recent,
     )
     hits = [
-        MemoryHit(
-            MemoryCitation(memory_ref(hit.revision), hit.entry_id, hit.entry_version_id),
-            hit.text,
-        )
+        _hit(hit.revision, hit.entry_id, hit.entry_version_id, hit.text)
         for hit in found
         if hit.entry_id not in taken
     ]

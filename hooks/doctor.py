@@ -174,6 +174,12 @@ PLUGIN_COMMANDS = {
     "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_user_prompt_submit.py"',
     "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_user_prompt_submit.py"',
 }
+# The plugins' SessionStart hook (the pack a session starts with).
+PLUGIN_SESSION_COMMANDS = {
+    "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_session_start.py"',
+    "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_session_start.py"',
+}
+SESSION_SCRIPTS = {"codex": "codex_session_start.py", "claude": "claude_session_start.py"}
 
 
 class Registration:
@@ -406,7 +412,7 @@ def copy_differences(script_dir: str, agent: str) -> list[str]:
     """The hook files in ``script_dir`` (the copy the agent runs) that differ from this
     checkout's ``hooks/``: the doctor checks this checkout, so it must be what runs."""
     differing = []
-    for name in ("powercontext_hook.py", install.ENTRY_SCRIPTS[agent]):
+    for name in ("powercontext_hook.py", install.ENTRY_SCRIPTS[agent], SESSION_SCRIPTS[agent]):
         try:
             with open(os.path.join(script_dir, name), "rb") as theirs:
                 copy = theirs.read()
@@ -542,7 +548,12 @@ def codex_hook_is_ours(entry: dict) -> bool:
         return False
     if entry.get("source") == "plugin":
         root = os.path.dirname(os.path.dirname(str(entry.get("sourcePath") or "")))
-        return command == PLUGIN_COMMANDS["codex"].replace("${PLUGIN_ROOT}", root)
+        commands = PLUGIN_COMMANDS if entry.get("eventName") == "userPromptSubmit" else {}
+        if entry.get("eventName") == "sessionStart":
+            commands = PLUGIN_SESSION_COMMANDS
+        return command == commands.get("codex", "").replace("${PLUGIN_ROOT}", root)
+    if entry.get("eventName") != "userPromptSubmit":
+        return False
     scope = "user" if entry.get("source") == "user" else "project"
     found = Registration(str(entry.get("sourcePath")), scope, command)
     judge("codex", found)
@@ -562,34 +573,34 @@ def check_codex(args, config, scope_id: str, report: Report) -> None:
     except codex_app.CodexError as exc:
         report.problem(f"could not ask Codex what it will run ({exc})")
         return
-    ours = [
-        entry
-        for entry in entries
-        if entry.get("eventName") == "userPromptSubmit" and codex_hook_is_ours(entry)
-    ]
-    if not ours:
+    ours = [entry for entry in entries if codex_hook_is_ours(entry)]
+    if not any(entry.get("eventName") == "userPromptSubmit" for entry in ours):
         report.problem(
             "Codex discovers no PowerContext UserPromptSubmit hook for this project. Fix:"
             " codex plugin marketplace add " + shlex.quote(install.REPO_DIR) + " && codex"
             " plugin add powercontext@powercontext"
         )
     trust_fix = doctor_command("codex", "--cwd", args.cwd, "--trust-codex-hook")
+    copies: set[str] = set()
     for entry in ours:
-        script = shlex.split(entry["command"])[-1]
-        same = not copy_differences(os.path.dirname(script), "codex")
-        report_copy(
-            "codex",
-            os.path.dirname(script),
-            "as Codex reports it",
-            "codex plugin remove powercontext@powercontext && codex plugin add"
-            " powercontext@powercontext",
-            report,
-        )
+        script_dir = os.path.dirname(shlex.split(entry["command"])[-1])
+        same = not copy_differences(script_dir, "codex")
+        if script_dir not in copies:
+            copies.add(script_dir)
+            report_copy(
+                "codex",
+                script_dir,
+                "as Codex reports it",
+                "codex plugin remove powercontext@powercontext && codex plugin add"
+                " powercontext@powercontext",
+                report,
+            )
         if entry.get("enabled") is False:
             report.problem("Codex has the hook switched off. Fix: enable it in Codex's /hooks")
         status = entry.get("trustStatus")
+        event = "SessionStart" if entry.get("eventName") == "sessionStart" else "UserPromptSubmit"
         if status in ("trusted", "managed"):
-            report.ok("Codex trusts the hook, so it runs it")
+            report.ok(f"Codex trusts the {event} hook, so it runs it")
         elif args.trust_codex_hook and same:
             try:
                 codex_app.call(
@@ -600,11 +611,11 @@ def check_codex(args, config, scope_id: str, report: Report) -> None:
             except codex_app.CodexError as exc:
                 report.problem(f"could not record trust in Codex ({exc})")
             else:
-                report.ok("Codex trusts the hook now (recorded as /hooks would)")
+                report.ok(f"Codex trusts the {event} hook now (recorded as /hooks would)")
         else:
             state = "changed since it was trusted" if status == "modified" else "not trusted"
             report.problem(
-                f"Codex skips the hook without a word: it is {state}. Fix: {trust_fix}"
+                f"Codex skips the {event} hook without a word: it is {state}. Fix: {trust_fix}"
                 " (or trust it in Codex's /hooks)"
             )
     server = (effective.get("mcp_servers") or {}).get("powercontext")

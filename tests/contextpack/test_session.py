@@ -34,7 +34,7 @@ def test_an_empty_scope_has_an_empty_pack(api):
     }
 
 
-def test_standing_instructions_commands_first_then_conventions_newest_first(api, remember):
+def test_standing_instructions_a_command_then_a_convention_newest_first(api, remember):
     remember("Deploys need a green main.", scope_id=SCOPE, kind="fact")
     remember("We write commit subjects in the imperative.", scope_id=SCOPE, kind="convention")
     remember("Run the tests with `make check`.", scope_id=SCOPE, kind="command")
@@ -45,8 +45,8 @@ def test_standing_instructions_commands_first_then_conventions_newest_first(api,
     assert pack["content_bytes"] == len(pack["content"].encode()) <= 2000
     assert texts(pack) == [
         "Start the dev server with `make serve`.",
-        "Run the tests with `make check`.",
         "Migrations are reviewed by two people.",
+        "Run the tests with `make check`.",
         "We write commit subjects in the imperative.",
     ]
 

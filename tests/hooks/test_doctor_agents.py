@@ -21,6 +21,7 @@ from .conftest import HOOKS_DIR, REPO_ROOT, Reply, hook_env, prepared
 DOCTOR = str(HOOKS_DIR / "doctor.py")
 CAPS = {"context_versions": ["powercontext.prepared-context.v1"], "source_types": ["content"]}
 PLUGIN_KEY = "powercontext@powercontext:hooks/hooks.json:user_prompt_submit:0:0"
+SESSION_KEY = "powercontext@powercontext:hooks/hooks.json:session_start:0:0"
 HASH = "sha256:" + "a" * 64 + "/sha256:" + "b" * 64
 
 FAKE_CODEX = """#!{python}
@@ -101,11 +102,12 @@ class FakeCodex:
         self.state_file = tmp_path / "codex-state.json"
         self.state: dict = {"hooks": [], "mcp_servers": {}}
 
-    def plugin_hook(self, root: Path, trust: str = "untrusted") -> dict:
+    def plugin_hook(self, root: Path, trust: str = "untrusted", session: bool = False) -> dict:
+        script = "codex_session_start.py" if session else "codex_user_prompt_submit.py"
         entry = {
-            "key": PLUGIN_KEY,
-            "eventName": "userPromptSubmit",
-            "command": f'python3 -S "{root}/scripts/codex_user_prompt_submit.py"',
+            "key": SESSION_KEY if session else PLUGIN_KEY,
+            "eventName": "sessionStart" if session else "userPromptSubmit",
+            "command": f'python3 -S "{root}/scripts/{script}"',
             "sourcePath": str(root / "hooks" / "hooks.json"),
             "source": "plugin",
             "enabled": True,
@@ -169,9 +171,10 @@ def test_codex_untrusted_hook_and_no_mcp_each_print_the_command_that_fixes_it(
     done = codex.run(home, server.url, "--no-hook-run")
     assert done.returncode == 1, done.stdout
     fixes = fix_lines(done.stdout)
-    assert any("Codex skips the hook" in line and "--trust-codex-hook" in line for line in fixes), (
-        fixes
-    )
+    assert any(
+        "Codex skips the UserPromptSubmit hook" in line and "--trust-codex-hook" in line
+        for line in fixes
+    ), fixes
     assert any(
         line.endswith(f"Fix: codex mcp add powercontext --url {server.url}/mcp") for line in fixes
     ), fixes
@@ -181,25 +184,21 @@ def test_codex_untrusted_hook_and_no_mcp_each_print_the_command_that_fixes_it(
 
 def test_codex_trust_is_recorded_as_hooks_would_record_it(tmp_path, home, server):
     codex = FakeCodex(tmp_path)
-    codex.plugin_hook(copy_plugin("codex", cache_of("codex", home)))
+    root = copy_plugin("codex", cache_of("codex", home))
+    codex.plugin_hook(root)
+    codex.plugin_hook(root, session=True)
     codex.state["mcp_servers"] = {"powercontext": {"url": server.url + "/mcp"}}
     done = codex.run(home, server.url, "--no-hook-run", "--trust-codex-hook")
     assert done.returncode == 0, done.stdout
-    assert "Codex trusts the hook now" in done.stdout
-    (edit,) = codex.edits()
-    assert edit == {
-        "edits": [
-            {
-                "keyPath": f'hooks.state."{PLUGIN_KEY}"',
-                "value": {
-                    "trusted_hash": "sha256:" + "a" * 64,
-                    "trusted_content_hash": "sha256:" + "b" * 64,
-                },
-                "mergeStrategy": "upsert",
-            }
-        ]
-    }
+    assert "Codex trusts the UserPromptSubmit hook now" in done.stdout
+    assert "Codex trusts the SessionStart hook now" in done.stdout
+    hashes = {"trusted_hash": "sha256:" + "a" * 64, "trusted_content_hash": "sha256:" + "b" * 64}
+    assert codex.edits() == [
+        {"edits": [{"keyPath": f'hooks.state."{key}"', "value": hashes, "mergeStrategy": "upsert"}]}
+        for key in (PLUGIN_KEY, SESSION_KEY)
+    ]
     assert "answers tools/list and a read" in done.stdout
+    assert done.stdout.count("runs the hook from") == 1
 
 
 def test_codex_trust_is_never_given_to_a_stale_copy_or_a_hook_not_ours(tmp_path, home, server):

@@ -46,7 +46,7 @@ def test_claude_marketplace_and_manifest_match_the_published_schemas():
     assert entry["name"] == manifest["name"]
     # A relative source is resolved against the marketplace root (the repository).
     assert (REPO_ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
-    assert set(manifest["hooks"]) == {"UserPromptSubmit"}
+    assert set(manifest["hooks"]) == {"UserPromptSubmit", "SessionStart"}
     assert manifest["mcpServers"]["powercontext"]["type"] == "http"
 
 
@@ -62,7 +62,7 @@ def test_codex_marketplace_manifest_hooks_and_mcp_match_codex_formats():
     assert manifest["name"] == entry["name"]
     hooks = load(root / manifest["hooks"])
     validate(hooks, "codex-hooks-file.schema.json")
-    assert set(hooks["hooks"]) == {"UserPromptSubmit"}
+    assert set(hooks["hooks"]) == {"UserPromptSubmit", "SessionStart"}
     # No MCP entry: Codex cannot expand a variable in a plugin's MCP URL, so a fixed
     # address would miss any server not on it and cost Codex a failed connection at every
     # start. The MCP server is added with `codex mcp add` at the server's own address.
@@ -115,7 +115,7 @@ def test_plugin_scripts_are_exact_copies_of_the_hooks():
     sync = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync)
     pairs = list(sync.copies())
-    assert len(pairs) == 4
+    assert len(pairs) == 6
     for source, copy in pairs:
         assert not os.path.islink(copy), copy
         assert Path(copy).read_bytes() == Path(source).read_bytes(), (
@@ -304,3 +304,7 @@ def test_the_doctor_knows_the_command_each_plugin_ships():
     (codex,) = load(CODEX_PLUGIN / "hooks" / "hooks.json")["hooks"]["UserPromptSubmit"]
     assert claude["hooks"][0]["command"] == doctor.PLUGIN_COMMANDS["claude"]
     assert codex["hooks"][0]["command"] == doctor.PLUGIN_COMMANDS["codex"]
+    (claude,) = load(CLAUDE_PLUGIN / ".claude-plugin" / "plugin.json")["hooks"]["SessionStart"]
+    (codex,) = load(CODEX_PLUGIN / "hooks" / "hooks.json")["hooks"]["SessionStart"]
+    assert claude["hooks"][0]["command"] == doctor.PLUGIN_SESSION_COMMANDS["claude"]
+    assert codex["hooks"][0]["command"] == doctor.PLUGIN_SESSION_COMMANDS["codex"]

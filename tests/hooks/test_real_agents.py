@@ -9,7 +9,8 @@ clone's path and the project's), then one non-interactive turn whose prompt asks
 remember, and it checks that
 
 - the hook ran and its Context Pack is in the model request, byte for byte what
-  ``POST /v1/context/prepare`` answers for that prompt;
+  ``POST /v1/context/prepare`` answers for that prompt, and so is the SessionStart hook's
+  pack, byte for byte what ``POST /v1/context/session`` answers;
 - the PowerContext MCP tools are in the request's tool list;
 - the model's tool calls (``remember_memory``, then ``search_memory``) work: the memory
   is written and found, and the search result went back to the model.
@@ -36,6 +37,7 @@ CLAUDE_VERSION = "2.1.197"
 CODEX_VERSION = "0.171.0"
 PROMPT = "Remember in PowerContext: we run the tests with make check, never pytest alone."
 SEEDED = "Deployments go out on Tuesdays through the blue-green pipeline; make check first."
+STANDING = "Start the dev server with `make serve`; it reloads on change."
 CLAUDE_TOOLS = "mcp__plugin_powercontext_powercontext__"
 
 
@@ -162,15 +164,23 @@ def install_as_readme_says(agent: str, clone: Path, project: Path, env: dict, to
         assert done.stdout.rstrip().endswith("All good."), done.stdout
 
 
-def expected_pack(server: str, scope: str, token) -> str:
+def seed(server: str, scope: str, token) -> None:
+    for kind, text in (("ops", SEEDED), ("command", STANDING)):
+        api(server, "/v1/memory/remember", {"scope_id": scope, "kind": kind, "text": text}, token)
+
+
+def expected_packs(server: str, scope: str, token) -> tuple[str, str]:
+    """(prepare's pack for the prompt, the session's pack), before the turn changes them."""
     prepared = api(
         server,
         "/v1/context/prepare",
         {"scope_id": scope, "query": PROMPT, "max_bytes": 8000},
         token,
     )
-    assert prepared["status"] == "ready", prepared
-    return prepared["content"]
+    started = api(server, "/v1/context/session", {"scope_id": scope}, token)
+    assert prepared["status"] == started["status"] == "ready", (prepared, started)
+    assert STANDING in started["content"]
+    return prepared["content"], started["content"]
 
 
 def check_tool_calls(model: FakeModel, server: str, scope: str, token, remember_text: str):
@@ -192,7 +202,7 @@ def test_claude_code(setup, tmp_path, clis):
     with_token, server, token = setup
     clone = make_clone(tmp_path)
     project, scope = make_project(tmp_path, f"widgets-claude-{'t' if with_token else 'o'}")
-    api(server, "/v1/memory/remember", {"scope_id": scope, "kind": "ops", "text": SEEDED}, token)
+    seed(server, scope, token)
     text = f"We run the tests with make check, never pytest alone ({scope})."
     model = FakeModel(steps(scope, text)).start()
     try:
@@ -200,7 +210,7 @@ def test_claude_code(setup, tmp_path, clis):
             tmp_path, clis, server, token, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-x"
         )
         install_as_readme_says("claude", clone, project, env, token)
-        pack = expected_pack(server, scope, token)
+        pack, session_pack = expected_packs(server, scope, token)
         allowed = ",".join(CLAUDE_TOOLS + name for name in ("remember_memory", "search_memory"))
         done = run(
             ["claude", "-p", PROMPT, "--allowedTools", allowed, "--output-format", "json"],
@@ -215,7 +225,8 @@ def test_claude_code(setup, tmp_path, clis):
     first = main[0].text()
     # The hook ran: its pack is in the request, byte for byte, after the prompt.
     assert json.dumps(pack, ensure_ascii=False)[1:-1] in first
-    assert first.index(json.dumps(PROMPT)[1:-1]) < first.index("BEGIN_POWERCONTEXT")
+    assert json.dumps(session_pack, ensure_ascii=False)[1:-1] in first
+    assert first.index(json.dumps(PROMPT)[1:-1]) < first.rindex("BEGIN_POWERCONTEXT")
     tools = {t["name"] for r in main for t in r.body["tools"]}
     assert {CLAUDE_TOOLS + "remember_memory", CLAUDE_TOOLS + "search_memory"} <= tools
     check_tool_calls(model, server, scope, token, text)
@@ -237,7 +248,7 @@ def test_codex(setup, tmp_path, clis):
     with_token, server, token = setup
     clone = make_clone(tmp_path)
     project, scope = make_project(tmp_path, f"widgets-codex-{'t' if with_token else 'o'}")
-    api(server, "/v1/memory/remember", {"scope_id": scope, "kind": "ops", "text": SEEDED}, token)
+    seed(server, scope, token)
     text = f"We run the tests with make check, never pytest alone ({scope})."
     model = FakeModel(steps(scope, text)).start()
     try:
@@ -246,7 +257,7 @@ def test_codex(setup, tmp_path, clis):
         codex_home.mkdir()
         (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=model.url))
         install_as_readme_says("codex", clone, project, env, token)
-        pack = expected_pack(server, scope, token)
+        pack, session_pack = expected_packs(server, scope, token)
         # No --dangerously-bypass-hook-trust: the doctor's --trust-codex-hook (step 2) did it.
         done = run(["codex", "exec", PROMPT], env=env, cwd=project)
     finally:
@@ -262,6 +273,7 @@ def test_codex(setup, tmp_path, clis):
         if part.get("type") == "input_text"
     ]
     assert pack in developer, "the pack is a developer message, byte for byte"
+    assert session_pack in developer, "so is the session's pack"
     namespaces = [t for t in first.body["tools"] if t.get("name") == "mcp__powercontext"]
     assert namespaces, [t.get("name") for t in first.body["tools"]]
     tools = {t["name"] for t in namespaces[0]["tools"]}
