@@ -71,3 +71,19 @@ PREPARE_EMPTY = response(
     },
     "No active entry or approved Experience matches: inject nothing.",
 )
+
+SESSION_REQUEST = request(
+    "A new session",
+    {"scope_id": SCOPE, "max_bytes": 2000},
+    "The SessionStart hook sends the scope only: there is no prompt yet.",
+)
+SESSION_RESPONSE = response(
+    "A session's pack",
+    {
+        "schema": "powercontext.prepared-context.v1",
+        "status": "ready",
+        "content": CONTENT,
+        "content_bytes": len(CONTENT.encode("utf-8")),
+    },
+    "The scope's convention and its latest approved Experience; inject `content` as it is.",
+)

@@ -12,6 +12,9 @@ from powercontext.api.fields import (
 # characters as the query and captures the whole prompt (DESIGN.md §7); the prompt
 # history (``contextpack.prompt_history``) reads captured prompts back as long.
 QUERY_MAX_CHARS = 8192
+# A session's pack is small (``contextpack.session``): 2,000 bytes unless asked otherwise.
+SESSION_DEFAULT_MAX_BYTES = 2000
+SESSION_MAX_MAX_BYTES = 8000
 
 
 class PrepareContextInput(StrictSerializer):
@@ -21,6 +24,16 @@ class PrepareContextInput(StrictSerializer):
     scope_id = scope_id_field()
     query = StrictCharField(non_blank=True, min_length=1, max_length=QUERY_MAX_CHARS)
     max_bytes = StrictIntegerField(min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, default=8000)
+
+
+class SessionContextInput(StrictSerializer):
+    """The scope a session starts in and the pack's byte budget (512 to 8000, default
+    2000: a session's pack is small). Rejects unknown fields."""
+
+    scope_id = scope_id_field()
+    max_bytes = StrictIntegerField(
+        min_value=MIN_MAX_BYTES, max_value=SESSION_MAX_MAX_BYTES, default=SESSION_DEFAULT_MAX_BYTES
+    )
 
 
 class PreparedContextOutput(serializers.Serializer):

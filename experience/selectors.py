@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import F, Q
 
 from experience.exceptions import CandidateConflict, CandidateNotFound
-from experience.models import Candidate, CandidateStatus, CandidateVersion
+from experience.models import Candidate, CandidateStatus, CandidateVersion, Experience
 from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import TERM_COUNTS
 from experience.values import (
@@ -269,3 +269,29 @@ def experience_search_judged(
             )
         )
     return hits, found.considered
+
+
+def experience_latest(*, scope_id: str, limit: int) -> list[ExperienceFound]:
+    """The scope's ``limit`` most recently approved (or revised) Experience heads, newest
+    first (ties by artifact id), each citing its head revision."""
+    heads = (
+        Experience.objects.filter(scope_id=scope_id)
+        .order_by("-updated_at", "artifact_id")
+        .values_list("artifact_id", "revision")[:limit]
+    )
+    found = []
+    for artifact_id, revision in heads:
+        content = revision_content(
+            experience_revision(scope_id=scope_id, artifact_id=artifact_id, revision=revision)
+        )
+        found.append(
+            ExperienceFound(
+                artifact_ref=experience_ref(artifact_id, revision),
+                situation=content["situation"],
+                action=content["action"],
+                outcome=content["outcome"],
+                lesson=content["lesson"],
+                matched_by=(),
+            )
+        )
+    return found

@@ -5,9 +5,16 @@
 
 Reads the same environment as the hook, resolves the scope the same way, calls the
 server the way the hook does (``/health/live``, ``/v1/capabilities``, then one
-``/v1/context/prepare`` with a probe query), looks for the installed hook in the agent's
-settings, and finally runs the installed hook script itself on a probe prompt with
-capture switched off (the doctor never writes to the server). Exit code 0 when all is
+``/v1/context/prepare`` with a probe query), looks for the hook's registrations in the
+agent's settings, the installed plugin copies and the project's own files, and finally
+runs this checkout's hook script (the file next to this one) on a probe prompt, with an
+environment it builds and capture switched off (the doctor never writes to the server).
+
+The doctor never runs a command it did not write. A registration counts as PowerContext's
+only when it is exactly what install.py writes for this checkout (or what the plugin
+ships); any other that names PowerContext is reported as "found, not trusted", with its
+file and command, and never run. A repository's own files (``.codex/hooks.json``,
+``.claude/settings*.json``) are untrusted input: a clone chooses them. Exit code 0 when all is
 well, 1 when something needs fixing. Standard library only, Python 3.9+.
 """
 
@@ -17,13 +24,16 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import codex_app
 import install
+import mcp_probe
 import powercontext_hook as hook
 
 PROBE_QUERY = "powercontext doctor probe: how is this project built, tested and deployed?"
@@ -153,62 +163,182 @@ def check_server(config, scope_id: str, report: Report) -> None:
 
 
 # Where each agent keeps an installed plugin (its own copy of the plugin directory), the
-# file that holds the plugin's hooks, and the variable its command names the root with.
+# file that holds the plugin's hooks, and the command the plugin ships (exactly as in
+# plugins/<agent>/; a test checks they agree).
 PLUGIN_CACHES = {
-    "codex": ("CODEX_HOME", ".codex", "hooks/hooks.json", "${PLUGIN_ROOT}"),
-    "claude": (
-        "CLAUDE_CONFIG_DIR",
-        ".claude",
-        ".claude-plugin/plugin.json",
-        "${CLAUDE_PLUGIN_ROOT}",
-    ),
+    "codex": ("CODEX_HOME", ".codex", "hooks/hooks.json"),
+    "claude": ("CLAUDE_CONFIG_DIR", ".claude", ".claude-plugin/plugin.json"),
 }
+AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code"}
+PLUGIN_COMMANDS = {
+    "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_user_prompt_submit.py"',
+    "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_user_prompt_submit.py"',
+}
+# The plugins' SessionStart hook (the pack a session starts with).
+PLUGIN_SESSION_COMMANDS = {
+    "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_session_start.py"',
+    "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_session_start.py"',
+}
+SESSION_SCRIPTS = {"codex": "codex_session_start.py", "claude": "claude_session_start.py"}
 
 
-def plugin_commands(agent: str, home: str) -> list[tuple[str, str]]:
-    """(file, command with the plugin root filled in) of every installed PowerContext
-    plugin: <agent home>/plugins/cache/<marketplace>/powercontext/<version>/."""
-    env_var, default_dir, hooks_file, variable = PLUGIN_CACHES[agent]
+class Registration:
+    """A hook handler found in a settings file that names PowerContext, and whether the
+    doctor recognises it as exactly what the installer (or the plugin) writes. Nothing
+    found here is ever run: the doctor runs only this checkout's own script."""
+
+    def __init__(self, path: str, scope: str, command: str | None, error: str = "") -> None:
+        self.path = path
+        self.scope = scope  # "plugin", "user" or "project"
+        self.command = command
+        self.error = error  # the file could not be read safely
+        self.trusted = False
+        self.why = ""
+
+
+def shown(text: str) -> str:
+    """A string from a file the doctor did not write, printable on one line: JSON with
+    ASCII escapes, so no line break or terminal escape in it can forge the report."""
+    return json.dumps(text, ensure_ascii=True)
+
+
+def read_settings(path: str, scope: str, project_root: str | None) -> list[Registration]:
+    """The registrations naming PowerContext in one settings file (none when it is absent)."""
+    try:
+        data, _ = install.load(path, project_root)
+    except install.InstallError as exc:
+        return [Registration(path, scope, None, str(exc))]
+    return [
+        Registration(path, scope, entry["command"])
+        for entry in install.handlers(data)
+        if install.names_powercontext(entry)
+    ]
+
+
+def plugin_hook_files(agent: str, home: str) -> list[str]:
+    """The hooks file of every installed PowerContext plugin copy:
+    <agent home>/plugins/cache/<marketplace>/powercontext/<version>/."""
+    env_var, default_dir, hooks_file = PLUGIN_CACHES[agent]
     base = os.environ.get(env_var) or os.path.join(home, default_dir)
     pattern = os.path.join(base, "plugins", "cache", "*", "powercontext", "*", hooks_file)
+    return sorted(glob.glob(pattern))
+
+
+def project_files(agent: str, project_root: str) -> list[str]:
+    """The repository's own files the agent reads hooks from."""
+    if agent == "codex":
+        return [os.path.join(project_root, ".codex", "hooks.json")]
+    return [
+        os.path.join(project_root, ".claude", "settings.json"),
+        os.path.join(project_root, ".claude", "settings.local.json"),
+    ]
+
+
+def interpreters() -> set[str]:
+    """The interpreters the installer writes into the command when run here."""
+    return {install.default_python(), sys.executable, os.path.realpath(sys.executable)}
+
+
+def judge(agent: str, found: Registration) -> None:
+    """Set ``trusted`` (exactly what the installer or the plugin writes, for this checkout)
+    or ``why`` not."""
+    command = found.command or ""
+    if found.scope == "plugin":
+        found.trusted = command == PLUGIN_COMMANDS[agent]
+        if not found.trusted:
+            found.why = "it is not the command the PowerContext plugin ships"
+        return
+    if any(command == install.hook_command(agent, python) for python in interpreters()):
+        found.trusted = True
+        return
+    script = install.installer_script(agent, {"type": "command", "command": command})
+    here = install.entry_script(agent)
+    if script is not None and os.path.realpath(script) == os.path.realpath(here):
+        if found.scope == "user":
+            # The user's own file, with an interpreter chosen with --python.
+            found.trusted = True
+            return
+        found.why = "it runs this checkout's hook with an interpreter the installer did not choose"
+    elif script is not None:
+        found.why = f"it runs another copy of the hook, {shown(script)}"
+    else:
+        found.why = "it is not the command install.py writes"
+
+
+def registrations(agent: str, home: str, project_dir: str) -> list[Registration]:
     found = []
-    for path in sorted(glob.glob(pattern)):
-        root = os.path.dirname(os.path.dirname(path))
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            found.append((path, ""))
-            continue
-        groups = (data.get("hooks") or {}).get(install.EVENT) or []
-        for grp in groups:
-            for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
-                if install.is_ours(agent, entry):
-                    found.append((path, entry["command"].replace(variable, root)))
+    for path in plugin_hook_files(agent, home):
+        found.extend(read_settings(path, "plugin", None))
+    user_file = install.settings_path(agent, "user", home, project_dir)
+    found.extend(read_settings(user_file, "user", None))
+    root = install.find_project_root(project_dir)
+    for path in project_files(agent, root):
+        found.extend(read_settings(path, "project", root))
+    for registration in found:
+        if registration.command is not None:
+            judge(agent, registration)
     return found
 
 
-def installed_commands(agent: str, home: str, project_dir: str) -> list[tuple[str, str]]:
-    found = plugin_commands(agent, home)
-    for scope in ("user", "project"):
-        path = install.settings_path(agent, scope, home, project_dir)
-        try:
-            data, _ = install.load(path)
-        except install.InstallError:
-            found.append((path, ""))
-            continue
-        groups = (data.get("hooks") or {}).get(install.EVENT) or []
-        for grp in groups:
-            for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
-                if install.is_ours(agent, entry):
-                    found.append((path, entry["command"]))
-    return found
+def install_command(agent: str, scope: str, project_dir: str) -> str:
+    parts = ["python3", os.path.join(install.HOOKS_DIR, "install.py"), "--agent", agent]
+    if scope == "project":
+        parts += ["--scope", "project", "--project-dir", project_dir]
+    return " ".join(shlex.quote(part) for part in parts)
 
 
-def run_installed_hook(agent: str, command: str, cwd: str, report: Report) -> None:
-    import shlex
+def report_registration(agent: str, found: Registration, project_dir: str, report) -> None:
+    where = shown(found.path)
+    if found.error:
+        report.problem(
+            f"{where} could not be read ({found.error}); {AGENT_NAMES[agent]} may not read it"
+            " either"
+        )
+        return
+    if found.trusted:
+        report.ok(f"registered in {found.path}")
+        return
+    text = (
+        f"found, not trusted: {where} registers {shown(found.command or '')}; {found.why},"
+        " so the doctor did not run it."
+    )
+    if found.scope == "project":
+        text += (
+            f" The file is the repository's: {AGENT_NAMES[agent]} runs it in this project."
+            " Remove that"
+            " entry unless you put it there yourself"
+        )
+    else:
+        text += " Remove that entry unless you put it there yourself"
+    if install.installer_shaped(agent, {"type": "command", "command": found.command}):
+        text += "; to point it at this checkout run: " + install_command(
+            agent, found.scope, project_dir
+        )
+    report.problem(text + ".")
 
-    argv = shlex.split(command)
+
+def hook_environment(config) -> dict:
+    """What the hook needs and nothing else: the server, the token, the scope and recall
+    settings, capture off (the doctor never writes)."""
+    env = {"POWERCONTEXT_CAPTURE": "0", "POWERCONTEXT_URL": config.url}
+    for name in (
+        "POWERCONTEXT_API_TOKEN",
+        "POWERCONTEXT_SCOPE_ID",
+        "POWERCONTEXT_RECALL",
+        "POWERCONTEXT_ALLOW_INSECURE_HTTP",
+        "POWERCONTEXT_HOOK_TIMEOUT_MS",
+        "SYSTEMROOT",  # Windows sockets need it
+    ):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env["PATH"] = install.absolute_path_entries()
+    return env
+
+
+def run_own_hook(agent: str, config, cwd: str, report: Report) -> None:
+    """Run this checkout's entry script (the file next to the doctor) the way the installed
+    command runs it, on a probe prompt, with an environment built here."""
+    argv = [install.default_python(), "-S", install.entry_script(agent)]
     payload = {
         "hook_event_name": "UserPromptSubmit",
         "prompt": PROBE_QUERY,
@@ -216,39 +346,310 @@ def run_installed_hook(agent: str, command: str, cwd: str, report: Report) -> No
         "session_id": "powercontext-doctor",
         "turn_id": "powercontext-doctor",
     }
-    env = dict(os.environ, POWERCONTEXT_CAPTURE="0")  # the doctor never writes
     started = time.monotonic()
     try:
         done = subprocess.run(
             argv,
             input=json.dumps(payload).encode(),
             capture_output=True,
-            env=env,
+            env=hook_environment(config),
+            cwd=install.HOOKS_DIR,
             timeout=10,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        report.problem(f"the installed hook command could not run: {exc}")
+        report.problem(f"this checkout's hook could not run ({' '.join(argv)}): {exc}")
         return
     elapsed = (time.monotonic() - started) * 1000
+    label = f"this checkout's hook ({argv[0]} -S {argv[2]})"
     if done.returncode != 0:
         report.problem(
-            f"the installed hook exited with {done.returncode}"
-            f" (stderr: {done.stderr.decode('utf-8', 'replace').strip()[:300]})"
+            f"{label} exited with {done.returncode}"
+            f" (stderr: {shown(done.stderr.decode('utf-8', 'replace').strip()[:300])})"
         )
         return
     if done.stdout:
-        report.ok(f"the installed hook injected context ({elapsed:.0f} ms wall time)")
+        report.ok(f"{label} injected context ({elapsed:.0f} ms wall time)")
         return
     try:
         outcome = json.loads(done.stderr.decode("utf-8").splitlines()[0])["outcome"]
-    except (ValueError, IndexError, KeyError):
-        report.problem(f"the installed hook printed an unreadable diagnostic: {done.stderr!r}")
+    except (ValueError, IndexError, KeyError, TypeError):
+        report.problem(f"{label} printed an unreadable diagnostic: {shown(repr(done.stderr))}")
         return
     if outcome == hook.EMPTY:
-        report.ok(f"the installed hook ran ({elapsed:.0f} ms): outcome empty")
+        report.ok(f"{label} ran ({elapsed:.0f} ms): outcome empty")
     else:
-        report.problem(f"the installed hook ran ({elapsed:.0f} ms): outcome {outcome}")
+        known = outcome in (
+            hook.SKIPPED,
+            hook.AUTHENTICATION_FAILED,
+            hook.VERSION_MISMATCH,
+            hook.SERVER_UNAVAILABLE,
+            hook.INVALID_RESPONSE,
+        )
+        report.problem(
+            f"{label} ran ({elapsed:.0f} ms): outcome {outcome if known else shown(str(outcome))}"
+        )
+
+
+# ------------------------------------------------------------------ what the agent does
+
+
+def doctor_command(agent: str, *extra: str) -> str:
+    parts = ["python3", os.path.join(install.HOOKS_DIR, "doctor.py"), "--agent", agent, *extra]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def read_json(path: str) -> object:
+    """A JSON file of the agent's own, or None when absent or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.loads(handle.read(4 * 1024 * 1024))
+    except (OSError, ValueError):
+        return None
+
+
+def copy_differences(script_dir: str, agent: str) -> list[str]:
+    """The hook files in ``script_dir`` (the copy the agent runs) that differ from this
+    checkout's ``hooks/``: the doctor checks this checkout, so it must be what runs."""
+    differing = []
+    for name in ("powercontext_hook.py", install.ENTRY_SCRIPTS[agent], SESSION_SCRIPTS[agent]):
+        try:
+            with open(os.path.join(script_dir, name), "rb") as theirs:
+                copy = theirs.read()
+            with open(os.path.join(install.HOOKS_DIR, name), "rb") as ours:
+                same = copy == ours.read()
+        except OSError:
+            same = False
+        if not same:
+            differing.append(name)
+    return differing
+
+
+def claude_plugin_root(home: str) -> tuple[str, str] | None:
+    """(the plugin directory Claude Code runs the hook from, why there), or None when the
+    plugin is not installed. From a directory marketplace Claude Code runs the clone's
+    own copy (``plugins/claude``), not the copy it keeps in its cache."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+    installed = read_json(os.path.join(base, "plugins", "installed_plugins.json"))
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    for plugin_id, entries in sorted(plugins.items()) if isinstance(plugins, dict) else []:
+        if not plugin_id.startswith("powercontext@") or not isinstance(entries, list):
+            continue
+        marketplace = plugin_id.partition("@")[2]
+        known = read_json(os.path.join(base, "plugins", "known_marketplaces.json"))
+        source = (known.get(marketplace) or {}) if isinstance(known, dict) else {}
+        kind = (source.get("source") or {}).get("source") if isinstance(source, dict) else None
+        location = source.get("installLocation") if isinstance(source, dict) else None
+        if kind == "directory" and isinstance(location, str):
+            listing = read_json(os.path.join(location, ".claude-plugin", "marketplace.json"))
+            for entry in listing.get("plugins") or [] if isinstance(listing, dict) else []:
+                relative = entry.get("source") if isinstance(entry, dict) else None
+                if entry.get("name") == "powercontext" and isinstance(relative, str):
+                    root = os.path.normpath(os.path.join(location, relative))
+                    if os.path.commonpath([root, os.path.normpath(location)]) == os.path.normpath(
+                        location
+                    ):
+                        return root, f"the marketplace is the directory {location}"
+        for entry in entries:
+            path = entry.get("installPath") if isinstance(entry, dict) else None
+            if isinstance(path, str):
+                return path, "Claude Code's plugin cache"
+    return None
+
+
+def report_copy(agent: str, script_dir: str, why: str, fix: str, report: Report) -> None:
+    differing = copy_differences(script_dir, agent)
+    if differing:
+        report.problem(
+            f"{AGENT_NAMES[agent]} runs the hook from {shown(script_dir)} ({why}), and its"
+            f" {', '.join(differing)} differ from this checkout's hooks/, which the doctor"
+            f" checks. Fix: {fix}"
+        )
+    else:
+        report.ok(
+            f"{AGENT_NAMES[agent]} runs the hook from {script_dir} ({why}), the same as hooks/"
+        )
+
+
+def report_mcp(agent: str, url: str, headers: dict, scope_id: str, fix: str, report) -> None:
+    failure = mcp_probe.probe(url, headers, scope_id)
+    if failure is None:
+        report.ok(f"{AGENT_NAMES[agent]}'s MCP entry answers tools/list and a read at {url}")
+    else:
+        report.problem(f"{AGENT_NAMES[agent]}'s MCP entry: {failure}. Fix: {fix}")
+
+
+def check_claude(args, config, scope_id: str, report: Report) -> None:
+    found = claude_plugin_root(args.home)
+    if found is None:
+        report.info(
+            "the PowerContext plugin is not installed in Claude Code (so no MCP tools):"
+            " claude plugin marketplace add <this checkout> && claude plugin install"
+            " powercontext@powercontext"
+        )
+        return
+    root, why = found
+    report_copy(
+        "claude",
+        os.path.join(root, "scripts"),
+        why,
+        "claude plugin update powercontext@powercontext (or add this checkout as the"
+        " marketplace: claude plugin marketplace add " + shlex.quote(install.REPO_DIR) + ")",
+        report,
+    )
+    manifest = read_json(os.path.join(root, ".claude-plugin", "plugin.json"))
+    servers = manifest.get("mcpServers") if isinstance(manifest, dict) else None
+    server = servers.get("powercontext") if isinstance(servers, dict) else None
+    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+        report.problem(f"the plugin at {shown(root)} declares no PowerContext MCP server")
+        return
+    environ = dict(os.environ)
+    url = mcp_probe.expand(server["url"], environ)
+    headers = {
+        str(name): mcp_probe.expand(str(value), environ)
+        for name, value in (server.get("headers") or {}).items()
+    }
+    report_mcp(
+        "claude",
+        url,
+        headers,
+        scope_id,
+        "start Claude Code with POWERCONTEXT_URL (the server's address, now "
+        f"{config.url}) and, if the server has a token, POWERCONTEXT_API_TOKEN set",
+        report,
+    )
+
+
+def codex_mcp_command(config) -> str:
+    parts = ["codex", "mcp", "add", "powercontext", "--url", config.url + "/mcp"]
+    if config.token:
+        parts += ["--bearer-token-env-var", "POWERCONTEXT_API_TOKEN"]
+    return " ".join(shlex.quote(part) for part in parts)
+
+
+def codex_view(codex: str, cwd: str) -> tuple[list, dict]:
+    """(Codex's hook entries for ``cwd``, its effective config)."""
+    hooks, config = codex_app.call(
+        codex,
+        [("hooks/list", {"cwds": [cwd]}), ("config/read", {"includeLayers": False, "cwd": cwd})],
+        cwd=cwd,
+    )
+    entries = []
+    for item in (hooks or {}).get("data") or []:
+        entries.extend(item.get("hooks") or [])
+    return entries, (config or {}).get("config") or {}
+
+
+def codex_hook_is_ours(entry: dict) -> bool:
+    """Exactly the plugin's command (with the plugin root Codex filled in) or exactly the
+    installer's: the same rule as for the settings files."""
+    command = entry.get("command")
+    if not isinstance(command, str):
+        return False
+    if entry.get("source") == "plugin":
+        root = os.path.dirname(os.path.dirname(str(entry.get("sourcePath") or "")))
+        commands = PLUGIN_COMMANDS if entry.get("eventName") == "userPromptSubmit" else {}
+        if entry.get("eventName") == "sessionStart":
+            commands = PLUGIN_SESSION_COMMANDS
+        return command == commands.get("codex", "").replace("${PLUGIN_ROOT}", root)
+    if entry.get("eventName") != "userPromptSubmit":
+        return False
+    scope = "user" if entry.get("source") == "user" else "project"
+    found = Registration(str(entry.get("sourcePath")), scope, command)
+    judge("codex", found)
+    return found.trusted
+
+
+def check_codex(args, config, scope_id: str, report: Report) -> None:
+    codex = codex_app.find_codex(install.absolute_path_entries())
+    if codex is None:
+        report.info(
+            "codex is not on PATH: the doctor cannot ask Codex whether it trusts the hook"
+            " and reaches the MCP tools"
+        )
+        return
+    try:
+        entries, effective = codex_view(codex, args.cwd)
+    except codex_app.CodexError as exc:
+        report.problem(f"could not ask Codex what it will run ({exc})")
+        return
+    ours = [entry for entry in entries if codex_hook_is_ours(entry)]
+    if not any(entry.get("eventName") == "userPromptSubmit" for entry in ours):
+        report.problem(
+            "Codex discovers no PowerContext UserPromptSubmit hook for this project. Fix:"
+            " codex plugin marketplace add " + shlex.quote(install.REPO_DIR) + " && codex"
+            " plugin add powercontext@powercontext"
+        )
+    trust_fix = doctor_command("codex", "--cwd", args.cwd, "--trust-codex-hook")
+    copies: set[str] = set()
+    for entry in ours:
+        script_dir = os.path.dirname(shlex.split(entry["command"])[-1])
+        same = not copy_differences(script_dir, "codex")
+        if script_dir not in copies:
+            copies.add(script_dir)
+            report_copy(
+                "codex",
+                script_dir,
+                "as Codex reports it",
+                "codex plugin remove powercontext@powercontext && codex plugin add"
+                " powercontext@powercontext",
+                report,
+            )
+        if entry.get("enabled") is False:
+            report.problem("Codex has the hook switched off. Fix: enable it in Codex's /hooks")
+        status = entry.get("trustStatus")
+        event = "SessionStart" if entry.get("eventName") == "sessionStart" else "UserPromptSubmit"
+        if status in ("trusted", "managed"):
+            report.ok(f"Codex trusts the {event} hook, so it runs it")
+        elif args.trust_codex_hook and same:
+            try:
+                codex_app.call(
+                    codex,
+                    [("config/batchWrite", {"edits": [codex_app.trust_edit(entry)]})],
+                    cwd=args.cwd,
+                )
+            except codex_app.CodexError as exc:
+                report.problem(f"could not record trust in Codex ({exc})")
+            else:
+                report.ok(f"Codex trusts the {event} hook now (recorded as /hooks would)")
+        else:
+            state = "changed since it was trusted" if status == "modified" else "not trusted"
+            report.problem(
+                f"Codex skips the {event} hook without a word: it is {state}. Fix: {trust_fix}"
+                " (or trust it in Codex's /hooks)"
+            )
+    server = (effective.get("mcp_servers") or {}).get("powercontext")
+    wanted = config.url + "/mcp"
+    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+        report.problem(
+            f"Codex has no PowerContext MCP server, so no tools. Fix: {codex_mcp_command(config)}"
+        )
+        return
+    if server.get("enabled") is False:
+        report.info("Codex's PowerContext MCP server is switched off (enabled = false)")
+        return
+    fix = "codex mcp remove powercontext && " + codex_mcp_command(config)
+    if server["url"] != wanted:
+        report.problem(
+            f"Codex's PowerContext MCP server is {shown(server['url'])}, the hook's server"
+            f" {wanted}. Fix: {fix}"
+        )
+        return
+    variable = server.get("bearer_token_env_var")
+    if variable and not os.environ.get(str(variable), "").strip():
+        report.problem(
+            f"Codex's MCP entry takes its token from {variable}, which is not set here: Codex"
+            f" then leaves the server out without a word. Fix: set {variable}, or if the"
+            f" server has no token: {fix}"
+        )
+        return
+    headers = mcp_probe.bearer_headers(os.environ, variable)
+    for name, value in (server.get("http_headers") or {}).items():
+        headers[str(name)] = str(value)
+    for name, source in (server.get("env_http_headers") or {}).items():
+        if os.environ.get(str(source)):
+            headers[str(name)] = os.environ[str(source)]
+    report_mcp("codex", wanted, headers, scope_id, fix, report)
 
 
 def run(argv: list[str] | None = None, out=None) -> int:
@@ -258,7 +659,18 @@ def run(argv: list[str] | None = None, out=None) -> int:
     parser.add_argument("--cwd", default=os.getcwd(), help="the project directory to check")
     parser.add_argument("--home", default=os.path.expanduser("~"), help=argparse.SUPPRESS)
     parser.add_argument(
-        "--no-hook-run", action="store_true", help="do not run the installed hook script"
+        "--no-hook-run", action="store_true", help="do not run this checkout's hook script"
+    )
+    parser.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="do not ask the agent (codex app-server) nor call its MCP entry",
+    )
+    parser.add_argument(
+        "--trust-codex-hook",
+        action="store_true",
+        help="record Codex's trust for PowerContext's own hook (what /hooks does), when it is"
+        " exactly the plugin's or the installer's command and its copy matches this checkout",
     )
     args = parser.parse_args(argv)
     report = Report(out)
@@ -285,23 +697,23 @@ def run(argv: list[str] | None = None, out=None) -> int:
         check_server(config, scope_id, report)
 
     print(f"Installation ({args.agent})", file=out)
-    commands = installed_commands(args.agent, args.home, args.cwd)
-    if not commands:
+    found = registrations(args.agent, args.home, args.cwd)
+    for registration in found:
+        report_registration(args.agent, registration, args.cwd, report)
+    if not any(registration.trusted for registration in found):
         report.problem(
             "no PowerContext hook registered for {}: install the plugin (plugins/README.md)"
-            " or run: python3 {} --agent {}".format(
-                args.agent, os.path.join(install.HOOKS_DIR, "install.py"), args.agent
-            )
+            " or run: {}".format(args.agent, install_command(args.agent, "user", args.cwd))
         )
-    for path, command in commands:
-        if not command:
-            report.problem(f"{path} is not valid JSON; {args.agent} cannot read it either")
-            continue
-        report.ok(f"registered in {path}")
-        if not args.no_hook_run and not config.error:
-            run_installed_hook(args.agent, command, args.cwd, report)
-    if commands and args.agent == "codex":
+    elif args.agent == "codex":
         report.info("Codex runs the hook only once trusted: check it in /hooks after every change.")
+    if not args.no_hook_run and not config.error:
+        run_own_hook(args.agent, config, args.cwd, report)
+
+    if not args.no_agent and not config.error:
+        print(f"What {AGENT_NAMES[args.agent]} will do", file=out)
+        checks = {"codex": check_codex, "claude": check_claude}
+        checks[args.agent](args, config, scope_id, report)
 
     print(
         "All good." if not report.problems else f"{report.problems} thing(s) to fix.",

@@ -8,12 +8,20 @@
 
 Merges into an existing file without touching other settings or hooks: the PowerContext
 handler is appended as its own matcher group (Codex keys hook trust by position, so
-groups already there keep their place), replaced in place when its command changed, and
-left alone when it is already there. The command names this machine's interpreter and
+groups already there keep their place), replaced in place when an earlier run of this
+installer wrote it with another interpreter or checkout, and left alone when it is
+already there. A handler this installer did not write is never changed or removed, even
+when it names the hook's script: it is pointed out instead (``is_ours``,
+``installer_shaped``). The command names this machine's interpreter and
 checkout, so a project-scope install goes to a file git does not commit: Claude Code's
 ``.claude/settings.local.json``, Codex's ``.codex/hooks.json`` (refused when the
 repository tracks it), each added to ``.git/info/exclude`` unless git already ignores it.
-For a hook a team can commit, use the plugins (plugins/README.md). Standard library only,
+For a hook a team can commit, use the plugins (plugins/README.md).
+
+A repository's own files are untrusted input (a clone may carry a planted
+``.claude/settings.local.json`` or ``.codex/hooks.json``): project-scope files are read only
+when they are regular files reached without a symbolic link inside the repository, at most
+``PROJECT_FILE_LIMIT`` bytes, and nothing in them is ever run. Standard library only,
 Python 3.9+.
 """
 
@@ -24,11 +32,13 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 
 HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(HOOKS_DIR)
 EVENT = "UserPromptSubmit"
 ENTRY_SCRIPTS = {
     "codex": "codex_user_prompt_submit.py",
@@ -37,6 +47,8 @@ ENTRY_SCRIPTS = {
 # Seconds. The hook stops itself after about 1.5 s; this is only the host's backstop.
 HOST_TIMEOUT = 5
 STATUS_MESSAGE = "PowerContext recall"
+# A settings file is a few kilobytes; a repository's file larger than this is not read.
+PROJECT_FILE_LIMIT = 1024 * 1024
 
 
 class InstallError(Exception):
@@ -70,20 +82,25 @@ def settings_path(agent: str, scope: str, home: str, project_dir: str) -> str:
 
 
 def git(root: str, *args: str) -> subprocess.CompletedProcess | None:
-    """Run git in ``root``; None when there is no git to ask."""
+    """Run git in ``root``; None when there is no git to ask. ``core.fsmonitor`` is forced
+    off: a repository's config could otherwise name a program for git to run."""
     try:
         return subprocess.run(
-            ["git", "-C", root, *args], capture_output=True, text=True, timeout=10, check=False
+            ["git", "-C", root, "-c", "core.fsmonitor=false", *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
 
 
-def keep_out_of_git(path: str, write: bool) -> str | None:
-    """Make sure git will not commit ``path`` (a project-scope settings file). Refuses a
-    file the repository tracks; adds an untracked, unignored one to .git/info/exclude
-    (local to this clone, so nothing to commit either). Returns what it did, or None."""
-    root = find_project_root(os.path.dirname(path))
+def keep_out_of_git(root: str, path: str, write: bool) -> str | None:
+    """Make sure git will not commit ``path`` (a project-scope settings file in the
+    repository at ``root``). Refuses a file the repository tracks; adds an untracked,
+    unignored one to .git/info/exclude (local to this clone, so nothing to commit either).
+    Returns what it did, or None."""
     relative = os.path.relpath(path, root).replace(os.sep, "/")
     tracked = git(root, "ls-files", "--error-unmatch", "--", relative)
     if tracked is None or tracked.returncode not in (0, 1):
@@ -108,32 +125,41 @@ def keep_out_of_git(path: str, write: bool) -> str | None:
     return f"added /{relative} to {exclude} so git never commits it"
 
 
-def legacy_project_file(agent: str, scope: str, path: str) -> str | None:
+def legacy_project_file(agent: str, project_root: str | None, path: str) -> str | None:
     """The team's ``.claude/settings.json`` when an older installer put our hook there."""
-    if agent != "claude" or scope != "project":
+    if agent != "claude" or project_root is None:
         return None
     team = os.path.join(os.path.dirname(path), "settings.json")
     try:
-        data, _ = load(team)
+        data, _ = load(team, project_root)
     except InstallError:
         return None
-    groups = (data.get("hooks") or {}).get(EVENT) or []
-    for grp in groups:
-        for entry in (grp.get("hooks") or []) if isinstance(grp, dict) else []:
-            if is_ours(agent, entry):
-                return team
+    for entry in handlers(data):
+        if installer_shaped(agent, entry):
+            return team
     return None
 
 
+def absolute_path_entries() -> str:
+    """PATH without its relative entries: ``.`` or ``bin`` would find a program in
+    whatever directory this runs from, which may be a repository's."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    return os.pathsep.join(entry for entry in entries if os.path.isabs(entry))
+
+
 def default_python() -> str:
-    found = shutil.which("python3")
+    found = shutil.which("python3", path=absolute_path_entries())
     return os.path.realpath(found) if found else sys.executable
 
 
+def entry_script(agent: str) -> str:
+    """This checkout's entry script for ``agent``, the file the hook command runs."""
+    return os.path.join(HOOKS_DIR, ENTRY_SCRIPTS[agent])
+
+
 def hook_command(agent: str, python: str) -> str:
-    script = os.path.join(HOOKS_DIR, ENTRY_SCRIPTS[agent])
     # -S: no site-packages to scan; the hook needs the standard library only.
-    return " ".join(shlex.quote(part) for part in (python, "-S", script))
+    return " ".join(shlex.quote(part) for part in (python, "-S", entry_script(agent)))
 
 
 def handler(agent: str, command: str) -> dict:
@@ -151,21 +177,138 @@ def group(agent: str, command: str) -> dict:
     return {"hooks": [handler(agent, command)]}
 
 
-def is_ours(agent: str, entry: object) -> bool:
+def handlers(data: dict) -> list:
+    """Every handler of the ``UserPromptSubmit`` groups in a settings object."""
+    hooks = data.get("hooks")
+    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
+    found = []
+    for grp in groups if isinstance(groups, list) else []:
+        entries = grp.get("hooks") if isinstance(grp, dict) else None
+        found.extend(entries if isinstance(entries, list) else [])
+    return found
+
+
+def is_ours(entry: object, command: str) -> bool:
+    """True for a command handler running exactly ``command`` (``hook_command``): an exact
+    comparison, never a search for the script's name, which any command can contain."""
     return (
         isinstance(entry, dict)
-        and isinstance(entry.get("command"), str)
-        and ENTRY_SCRIPTS[agent] in entry["command"]
+        and entry.get("type") == "command"
+        and entry.get("command") == command
     )
 
 
-def load(path: str) -> tuple[dict, bool]:
-    """(settings, existed). Refuses a file it cannot merge into safely."""
+def installer_script(agent: str, entry: object) -> str | None:
+    """The script of a handler this installer wrote, with whatever interpreter and from
+    whatever checkout: ``<python> -S /abs/.../hooks/<entry script>``, quoted exactly as
+    :func:`hook_command` quotes it. None for anything else. Only such a handler is replaced
+    or removed in place; nothing looser counts as PowerContext's."""
+    if not isinstance(entry, dict) or entry.get("type") != "command":
+        return None
+    command = entry.get("command")
+    if not isinstance(command, str):
+        return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        parts = shlex.split(command)
+    except ValueError:
+        return None
+    if len(parts) != 3 or parts[1] != "-S" or not parts[0] or parts[0].startswith("-"):
+        return None
+    if " ".join(shlex.quote(part) for part in parts) != command:
+        return None
+    script = parts[2]
+    if (
+        not os.path.isabs(script)
+        or os.path.basename(script) != ENTRY_SCRIPTS[agent]
+        or os.path.basename(os.path.dirname(script)) != "hooks"
+    ):
+        return None
+    return script
+
+
+def installer_shaped(agent: str, entry: object) -> bool:
+    return installer_script(agent, entry) is not None
+
+
+def names_powercontext(entry: object) -> bool:
+    """A handler that looks like PowerContext's by its text: worth pointing out, never
+    enough to change, remove or run it."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    command = entry["command"]
+    return "powercontext" in command.lower() or any(
+        name in command for name in ENTRY_SCRIPTS.values()
+    )
+
+
+def project_file_text(root: str, path: str) -> str | None:
+    """The text of a repository's own file ``path`` (below ``root``), or None when there is
+    none. A repository chooses these files, so InstallError for a path through a symbolic
+    link below ``root`` (a link could send a read to /dev/zero or a write anywhere),
+    anything but a regular file, over ``PROJECT_FILE_LIMIT`` bytes, or not UTF-8."""
+    check_project_path(root, path)
+    try:
+        info = os.lstat(path)
     except FileNotFoundError:
-        return {}, False
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise InstallError(f"{path} is not a regular file; nothing was changed")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InstallError(f"{path} cannot be read ({exc}); nothing was changed") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise InstallError(f"{path} is not a regular file; nothing was changed")
+        data = handle.read(PROJECT_FILE_LIMIT + 1)
+    if len(data) > PROJECT_FILE_LIMIT:
+        raise InstallError(
+            f"{path} is larger than {PROJECT_FILE_LIMIT} bytes; not read, nothing was changed"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstallError(f"{path} is not UTF-8 text; nothing was changed") from exc
+
+
+def check_project_path(root: str, path: str) -> None:
+    """InstallError when ``path`` reaches below ``root`` through a symbolic link or a
+    component that is not a directory."""
+    relative = os.path.relpath(path, root)
+    if relative.startswith(os.pardir):
+        raise InstallError(f"{path} is outside the repository at {root}; nothing was changed")
+    current = root
+    parts = relative.split(os.sep)
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise InstallError(
+                f"{current} is a symbolic link; a repository's settings are used only as"
+                " regular files inside it, nothing was changed"
+            )
+        if index < len(parts) - 1 and not stat.S_ISDIR(info.st_mode):
+            raise InstallError(f"{current} is not a directory; nothing was changed")
+
+
+def load(path: str, project_root: str | None = None) -> tuple[dict, bool]:
+    """(settings, existed). Refuses a file it cannot merge into safely. ``project_root``
+    marks a repository's own file, read as untrusted input (``project_file_text``)."""
+    if project_root is not None:
+        found = project_file_text(project_root, path)
+        if found is None:
+            return {}, False
+        text = found
+    else:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return {}, False
     if not text.strip():
         return {}, True
     try:
@@ -185,13 +328,15 @@ def load(path: str) -> tuple[dict, bool]:
     return data, True
 
 
-def merge(agent: str, data: dict, command: str) -> tuple[dict, str]:
-    """(new settings, what changed: "added" | "updated" | "unchanged")."""
+def merge(agent: str, data: dict, command: str) -> tuple[dict, str, list[str]]:
+    """(new settings, what changed: "added" | "updated" | "unchanged", the commands of
+    handlers left alone that name PowerContext but are not the installer's)."""
     data = json.loads(json.dumps(data))  # a deep copy; the input stays as read
     groups = data.setdefault("hooks", {}).setdefault(EVENT, [])
     wanted = handler(agent, command)
     found = False
     changed = False
+    foreign = []
     kept = []
     for grp in groups:
         entries = grp.get("hooks") if isinstance(grp, dict) else None
@@ -200,7 +345,9 @@ def merge(agent: str, data: dict, command: str) -> tuple[dict, str]:
             continue
         remaining = []
         for entry in entries:
-            if not is_ours(agent, entry):
+            if not (is_ours(entry, command) or installer_shaped(agent, entry)):
+                if names_powercontext(entry):
+                    foreign.append(entry["command"])
                 remaining.append(entry)
             elif found:  # a duplicate from an earlier hand edit: keep only the first
                 changed = True
@@ -214,24 +361,27 @@ def merge(agent: str, data: dict, command: str) -> tuple[dict, str]:
     data["hooks"][EVENT] = kept
     if not found:
         kept.append(group(agent, command))
-        return data, "added"
-    return data, "updated" if changed else "unchanged"
+        return data, "added", foreign
+    return data, "updated" if changed else "unchanged", foreign
 
 
-def remove(agent: str, data: dict) -> tuple[dict, int]:
-    """(new settings, number of PowerContext handlers removed)."""
+def remove(agent: str, data: dict) -> tuple[dict, int, list[str]]:
+    """(new settings, number of PowerContext handlers removed, the commands of handlers
+    left alone that name PowerContext but are not the installer's)."""
     data = json.loads(json.dumps(data))
     hooks = data.get("hooks")
     if not isinstance(hooks, dict) or not isinstance(hooks.get(EVENT), list):
-        return data, 0
+        return data, 0, []
     removed = 0
+    foreign = []
     kept = []
     for grp in hooks[EVENT]:
         entries = grp.get("hooks") if isinstance(grp, dict) else None
         if not isinstance(entries, list):
             kept.append(grp)
             continue
-        remaining = [e for e in entries if not is_ours(agent, e)]
+        remaining = [e for e in entries if not installer_shaped(agent, e)]
+        foreign.extend(e["command"] for e in remaining if names_powercontext(e))
         removed += len(entries) - len(remaining)
         if remaining or not entries:
             grp["hooks"] = remaining
@@ -242,7 +392,7 @@ def remove(agent: str, data: dict) -> tuple[dict, int]:
         del hooks[EVENT]
         if not hooks:
             del data["hooks"]
-    return data, removed
+    return data, removed, foreign
 
 
 def render(data: dict) -> str:
@@ -331,21 +481,24 @@ def run(argv: list[str] | None = None, out=None) -> int:
     args = parser.parse_args(argv)
 
     path = settings_path(args.agent, args.scope, args.home, args.project_dir)
+    # A repository's own file is untrusted input (a clone chooses it): read and written
+    # only as a regular file inside the repository.
+    project_root = find_project_root(args.project_dir) if args.scope == "project" else None
     try:
-        data, existed = load(path)
+        data, existed = load(path, project_root)
         ignore_note = None
         if args.scope == "project" and not args.uninstall:
-            ignore_note = keep_out_of_git(path, write=not args.dry_run)
+            ignore_note = keep_out_of_git(project_root, path, write=not args.dry_run)
     except InstallError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
     if args.uninstall:
-        new, removed = remove(args.agent, data)
+        new, removed, foreign = remove(args.agent, data)
         change = f"removed {removed} PowerContext handler(s)" if removed else "unchanged"
     else:
         command = hook_command(args.agent, args.python or default_python())
-        new, change = merge(args.agent, data, command)
+        new, change, foreign = merge(args.agent, data, command)
     verb = "would be" if args.dry_run else "is"
     if change == "unchanged":
         print(f"{path}: already as wanted, nothing to do", file=out)
@@ -358,10 +511,23 @@ def run(argv: list[str] | None = None, out=None) -> int:
             file=out,
         )
     if change != "unchanged" and not args.dry_run:
-        write_atomically(path, render(new))
+        try:
+            if project_root is not None:
+                check_project_path(project_root, path)  # again: it may have changed since
+            write_atomically(path, render(new))
+        except InstallError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    for other in foreign:
+        print(
+            f"Warning: {path} also registers {json.dumps(other)}, which names PowerContext"
+            " but is not what this installer writes; it was left as it is. Remove it by hand"
+            " unless you put it there yourself.",
+            file=out,
+        )
     if ignore_note:
         print(("Would have " if args.dry_run else "Also ") + ignore_note, file=out)
-    legacy = legacy_project_file(args.agent, args.scope, path)
+    legacy = legacy_project_file(args.agent, project_root, path)
     if legacy:
         print(
             f"Warning: {legacy} (the file the team commits) still holds a PowerContext hook"

@@ -43,6 +43,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA = "powercontext.prepared-context.v1"
+PROMPT_EVENT = "UserPromptSubmit"
+SESSION_EVENT = "SessionStart"
+# The diagnostic line's ``event`` for each hook event.
+DIAGNOSTIC_EVENTS = {PROMPT_EVENT: "context_prepare", SESSION_EVENT: "context_session"}
+# A session's pack is small: what a new session most needs, before any prompt.
+SESSION_MAX_BYTES = 2000
 PREPARED_KEYS = frozenset(("schema", "status", "content", "content_bytes"))
 MAX_BYTES = 8000
 QUERY_MAX_CHARS = 8192
@@ -644,6 +650,27 @@ def prepare(config: Config, scope_id: str, query: str, deadline: float) -> Recal
     return RecallResult(READY, status, content_bytes, content)
 
 
+def session(config: Config, scope_id: str, deadline: float) -> RecallResult:
+    """``POST /v1/context/session``: the pack a session starts with, validated as prepare's."""
+    payload = {"scope_id": scope_id, "max_bytes": SESSION_MAX_BYTES}
+    try:
+        status, _, body = http_request(config, "POST", "/v1/context/session", payload, deadline)
+    except Unavailable as exc:
+        return RecallResult(SERVER_UNAVAILABLE, exc.status)
+    except Invalid as exc:
+        return RecallResult(INVALID_RESPONSE, exc.status)
+    outcome = outcome_for_status(status)
+    if outcome is not None:
+        return RecallResult(outcome, status)
+    try:
+        context_status, content, content_bytes = parse_prepared(body, SESSION_MAX_BYTES)
+    except ValueError:
+        return RecallResult(INVALID_RESPONSE, status)
+    if context_status == "empty":
+        return RecallResult(EMPTY, status, 0)
+    return RecallResult(READY, status, content_bytes, content)
+
+
 # -------------------------------------------------------------------------- capture
 
 
@@ -735,12 +762,12 @@ def capture(
 # ----------------------------------------------------------------------------- main
 
 
-def diagnostic(agent: str, result: RecallResult) -> str:
+def diagnostic(agent: str, result: RecallResult, event: str = PROMPT_EVENT) -> str:
     """The one stderr line: the outcome and counts, never prompt, scope or content."""
     return json.dumps(
         {
             "component": AGENTS[agent],
-            "event": "context_prepare",
+            "event": DIAGNOSTIC_EVENTS[event],
             "outcome": result.outcome,
             "http_status": result.http_status,
             # The prepared-context status is the outcome, for the two outcomes that have one.
@@ -751,11 +778,11 @@ def diagnostic(agent: str, result: RecallResult) -> str:
     )
 
 
-def hook_output(content: str) -> str:
+def hook_output(content: str, event: str = PROMPT_EVENT) -> str:
     # ASCII escapes keep the bytes on stdout independent of any locale; a JSON reader
     # gets the content back unchanged.
     return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": content}},
+        {"hookSpecificOutput": {"hookEventName": event, "additionalContext": content}},
         separators=(",", ":"),
     )
 
@@ -785,15 +812,22 @@ def _in_thread(target: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
 
 
 def run_hook(
-    agent: str, raw: bytes, environ: Mapping[str, str], started: float
+    agent: str,
+    raw: bytes,
+    environ: Mapping[str, str],
+    started: float,
+    event: str = PROMPT_EVENT,
 ) -> tuple[str | None, str | None]:
-    """(stdout text, stderr line) for one hook invocation; both may be None."""
+    """(stdout text, stderr line) for one hook invocation of ``event``; both may be None.
+    Any other event is skipped."""
     try:
         hook_input = json.loads(raw.decode("utf-8"))
     except ValueError:
         hook_input = None
-    if not isinstance(hook_input, dict) or hook_input.get("hook_event_name") != "UserPromptSubmit":
-        return None, diagnostic(agent, RecallResult(SKIPPED))
+    if not isinstance(hook_input, dict) or hook_input.get("hook_event_name") != event:
+        return None, diagnostic(agent, RecallResult(SKIPPED), event)
+    if event == SESSION_EVENT:
+        return run_session(agent, hook_input, environ, started)
     prompt = hook_input.get("prompt")
     if not isinstance(prompt, str):
         return None, diagnostic(agent, RecallResult(SKIPPED))
@@ -838,6 +872,31 @@ def run_hook(
     return None, diagnostic(agent, result)
 
 
+def run_session(
+    agent: str, hook_input: Mapping[str, Any], environ: Mapping[str, str], started: float
+) -> tuple[str | None, str | None]:
+    """A ``SessionStart`` (startup, resume, clear, or after a compaction): the session's
+    pack for the scope. Nothing is captured: there is no prompt, and the call writes
+    nothing on the server either."""
+    config = load_config(environ)
+    if not config.recall or config.error is not None:
+        return None, diagnostic(agent, RecallResult(SKIPPED), SESSION_EVENT)
+    deadline = started + config.budget
+    cwd = hook_input.get("cwd")
+    scope_id = resolve_scope(cwd if isinstance(cwd, str) else None, environ)
+    thread, box = _in_thread(session, config, scope_id, deadline)
+    thread.join(max(deadline - time.monotonic(), 0))
+    if thread.is_alive():
+        result = RecallResult(SERVER_UNAVAILABLE)
+    elif box and isinstance(box[0], RecallResult):
+        result = box[0]
+    else:
+        result = RecallResult(INVALID_RESPONSE)
+    if result.outcome == READY and result.content is not None:
+        return hook_output(result.content, SESSION_EVENT), None
+    return None, diagnostic(agent, result, SESSION_EVENT)
+
+
 def read_stdin(deadline: float) -> bytes | None:
     """All of stdin, or None if it is not closed (or not readable) by ``deadline``.
 
@@ -853,18 +912,18 @@ def read_stdin(deadline: float) -> bytes | None:
     return box[0]
 
 
-def main(agent: str) -> None:
-    """Entry point of the hook scripts. Always exits 0, promptly."""
+def main(agent: str, event: str = PROMPT_EVENT) -> None:
+    """Entry point of the hook scripts, one per agent and event. Always exits 0, promptly."""
     out: str | None = None
     err: str | None = None
     try:
         raw = read_stdin(STARTED + load_config(os.environ).budget)
         if raw is None:
-            err = diagnostic(agent, RecallResult(SKIPPED))
+            err = diagnostic(agent, RecallResult(SKIPPED), event)
         else:
-            out, err = run_hook(agent, raw, os.environ, STARTED)
+            out, err = run_hook(agent, raw, os.environ, STARTED, event)
     except Exception:  # the hook itself failed, not the server's answer
-        err = diagnostic(agent, RecallResult(SKIPPED))
+        err = diagnostic(agent, RecallResult(SKIPPED), event)
     if out is not None:
         _write(1, out)
     if err is not None:

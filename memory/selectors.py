@@ -1,7 +1,7 @@
 """Reads of a scope's Memory: exact citations, listings, changes and search."""
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -513,3 +513,29 @@ def memory_revision_cited(*, scope_id: str, revision: int) -> list[CitedEntry]:
             )
         )
     return cited
+
+
+def memory_entries_of_kinds(
+    *, scope_id: str, revision: int, kinds: Sequence[str], limit: int
+) -> list[MemoryEntry]:
+    """At most ``limit`` active entries of ``revision`` whose kind is one of ``kinds``: by
+    the order of ``kinds``, then the most recently written first (ties by entry id).
+    Run it in the caller's read snapshot, with the head it read."""
+    if revision == 0 or limit <= 0:
+        return []
+    rows = (
+        MemoryManifestRow.objects.select_related("entry_version")
+        .filter(
+            _valid_at(revision),
+            scope_id=scope_id,
+            state=ManifestState.ACTIVE,
+            entry_version__kind__in=list(kinds),
+        )
+        .order_by("-valid_from", "entry_id")
+    )
+    chosen: list[MemoryManifestRow] = []
+    for kind in kinds:
+        chosen += list(rows.filter(entry_version__kind=kind)[: limit - len(chosen)])
+        if len(chosen) >= limit:
+            break
+    return [entry_of(revision, row.entry_version, row.state) for row in chosen]

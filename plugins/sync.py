@@ -15,8 +15,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COPIES = {
-    "codex": ("powercontext_hook.py", "codex_user_prompt_submit.py"),
-    "claude": ("powercontext_hook.py", "claude_user_prompt_submit.py"),
+    "codex": ("powercontext_hook.py", "codex_user_prompt_submit.py", "codex_session_start.py"),
+    "claude": ("powercontext_hook.py", "claude_user_prompt_submit.py", "claude_session_start.py"),
 }
 
 

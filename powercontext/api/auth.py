@@ -73,9 +73,12 @@ def permit(caller: Caller, role: Role | None, operation: str) -> None:
 
 
 def bearer_token(header: bytes) -> str | None:
-    """The token of an ``Authorization: Bearer`` header value; None for another scheme."""
+    """The token of an ``Authorization: Bearer`` header value; None for another scheme,
+    and for ``Bearer`` with nothing after it: an empty token is no credential, the same as
+    no header (an agent's MCP entry sends ``Bearer ${POWERCONTEXT_API_TOKEN:-}``, which is
+    empty when the server needs no token)."""
     parts = header.split()
-    if not parts or parts[0].lower() != b"bearer":
+    if not parts or parts[0].lower() != b"bearer" or len(parts) == 1:
         return None
     if len(parts) != 2:
         raise AuthenticationFailed("Malformed bearer token.")

@@ -379,55 +379,75 @@ def live_post(base, path, body):
         return response.status, json.loads(response.read())
 
 
+class ServerProcess:
+    """``manage.py serve`` on a free loopback port with its own data directory."""
+
+    def __init__(self, home: Path, token: str | None) -> None:
+        self.home = home
+        # The hook sees only HTTP, so the embedded default database serves it on every run
+        # of the suite (the OceanBase run included).
+        env = dict(
+            os.environ,
+            POWERCONTEXT_HOME=str(home),
+            DJANGO_SETTINGS_MODULE="server.settings",
+        )
+        for name in ("POWERCONTEXT_DATABASE_URL", "POWERCONTEXT_TEST_DATABASE"):
+            env.pop(name, None)
+        env.pop("POWERCONTEXT_API_TOKEN", None)
+        if token is not None:
+            env["POWERCONTEXT_API_TOKEN"] = token
+        manage = str(REPO_ROOT / "manage.py")
+        subprocess.run(
+            [sys.executable, manage, "migrate", "--noinput"],
+            env=env,
+            cwd=REPO_ROOT,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        self.port = free_port()
+        self.log = open(home / "server.log", "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, manage, "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/health/ready", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail("server did not become ready:\n" + (home / "server.log").read_text())
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
 @pytest.fixture(scope="session")
 def powercontext_server(tmp_path_factory):
-    home = tmp_path_factory.mktemp("powercontext-home")
-    # The hook sees only HTTP, so the embedded default database serves it on every run
-    # of the suite (the OceanBase run included).
-    env = dict(
-        os.environ,
-        POWERCONTEXT_HOME=str(home),
-        POWERCONTEXT_API_TOKEN=LIVE_TOKEN,
-        DJANGO_SETTINGS_MODULE="server.settings",
-    )
-    env.pop("POWERCONTEXT_DATABASE_URL", None)
-    env.pop("POWERCONTEXT_TEST_DATABASE", None)
-    manage = str(REPO_ROOT / "manage.py")
-    subprocess.run(
-        [sys.executable, manage, "migrate", "--noinput"],
-        env=env,
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    port = free_port()
-    log = open(home / "server.log", "wb")
-    server = subprocess.Popen(
-        [sys.executable, manage, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        cwd=REPO_ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/health/ready", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except (OSError, urllib.error.URLError):
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            log.close()
-            pytest.fail("server did not become ready:\n" + (home / "server.log").read_text())
-        time.sleep(0.2)
-    yield base
-    server.terminate()
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    log.close()
+    """A live server that requires ``LIVE_TOKEN``."""
+    server = ServerProcess(tmp_path_factory.mktemp("powercontext-home"), LIVE_TOKEN)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def powercontext_server_without_token(tmp_path_factory):
+    """A live server with no token configured: the README's default setup."""
+    server = ServerProcess(tmp_path_factory.mktemp("powercontext-home-open"), None)
+    yield server.url
+    server.stop()

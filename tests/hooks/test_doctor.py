@@ -22,7 +22,7 @@ def healthy_routes():
 
 def doctor(home, url, *args, **env):
     return subprocess.run(
-        [sys.executable, DOCTOR, "--home", str(home), "--cwd", str(home), *args],
+        [sys.executable, DOCTOR, "--home", str(home), "--cwd", str(home), "--no-agent", *args],
         capture_output=True,
         text=True,
         env=hook_env(home, POWERCONTEXT_URL=url, **env),
@@ -59,7 +59,8 @@ def test_all_good_after_install(home, fake_server):
     assert done.returncode == 0, done.stdout
     assert "All good." in done.stdout
     assert "prepare works" in done.stdout
-    assert "the installed hook ran" in done.stdout
+    assert "this checkout's hook" in done.stdout
+    assert "outcome empty" in done.stdout
     assert "/hooks" in done.stdout
     # the doctor never writes: no capture even from the hook run
     assert "/v1/sources/content" not in server.paths()
@@ -87,7 +88,8 @@ def test_an_installed_plugin_is_found_and_run(agent, home, fake_server):
     done = doctor(home, server.url, "--agent", agent)
     assert done.returncode == 0, done.stdout
     assert f"registered in {cache}" in done.stdout
-    assert "the installed hook ran" in done.stdout
+    assert "this checkout's hook" in done.stdout
+    assert "outcome empty" in done.stdout
 
 
 def test_server_down(home, refused_url):

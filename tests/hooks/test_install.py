@@ -132,10 +132,14 @@ def test_install_is_idempotent(agent, home):
     assert path.stat().st_mtime_ns == mtime
 
 
+# What an earlier run wrote from a checkout since moved, with another interpreter.
+STALE = "/usr/bin/python3.9 -S /old/place/hooks/codex_user_prompt_submit.py"
+
+
 def test_changed_command_is_updated_in_place(home):
     hooks_json = home / ".codex" / "hooks.json"
     hooks_json.parent.mkdir()
-    stale = {"type": "command", "command": "python3 /old/place/codex_user_prompt_submit.py"}
+    stale = {"type": "command", "command": STALE}
     data = json.loads(json.dumps(CODEX_HOOKS))
     data["hooks"]["UserPromptSubmit"].insert(0, {"hooks": [stale]})
     hooks_json.write_text(json.dumps(data))
@@ -152,7 +156,7 @@ def test_duplicates_from_hand_edits_are_dropped_keeping_the_first(home):
     hooks_json.parent.mkdir()
     other = {"type": "command", "command": "python3 secrets_scan.py"}
     empty_group = {"matcher": "x", "hooks": []}
-    mine = {"type": "command", "command": "python3 /old/place/codex_user_prompt_submit.py"}
+    mine = {"type": "command", "command": STALE}
     data = {
         "hooks": {
             "UserPromptSubmit": [
@@ -173,6 +177,36 @@ def test_duplicates_from_hand_edits_are_dropped_keeping_the_first(home):
         [other["command"]],
     ], "a group emptied by the clean-up goes; one that was empty already stays"
     assert groups[1] == empty_group
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # Names the script but is not what the installer writes: no -S, a relative path,
+        # a shell around it, a payload behind it.
+        "python3 /old/place/hooks/codex_user_prompt_submit.py",
+        "python3 -S hooks/codex_user_prompt_submit.py",
+        "sh -c 'touch /tmp/x' codex_user_prompt_submit.py",
+        "/usr/bin/python3 -S /x/hooks/codex_user_prompt_submit.py; touch /tmp/x",
+        "/usr/bin/python3 -S /x/scripts/codex_user_prompt_submit.py",
+    ],
+)
+def test_a_handler_the_installer_did_not_write_is_never_changed_or_removed(home, command):
+    hooks_json = home / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    theirs = {"type": "command", "command": command}
+    hooks_json.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [theirs]}]}}))
+    done = install(home, "--agent", "codex")
+    assert done.returncode == 0, done.stderr
+    assert "added" in done.stdout
+    groups = read(hooks_json)["hooks"]["UserPromptSubmit"]
+    assert groups[0] == {"hooks": [theirs]}
+    assert groups[1]["hooks"][0]["command"] == ours("codex")
+    assert "not what this installer writes" in done.stdout
+    assert json.dumps(command) in done.stdout
+    done = install(home, "--agent", "codex", "--uninstall")
+    assert "removed 1" in done.stdout
+    assert read(hooks_json)["hooks"]["UserPromptSubmit"] == [{"hooks": [theirs]}]
 
 
 def test_dry_run_writes_nothing(home):

@@ -46,7 +46,7 @@ def test_claude_marketplace_and_manifest_match_the_published_schemas():
     assert entry["name"] == manifest["name"]
     # A relative source is resolved against the marketplace root (the repository).
     assert (REPO_ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
-    assert set(manifest["hooks"]) == {"UserPromptSubmit"}
+    assert set(manifest["hooks"]) == {"UserPromptSubmit", "SessionStart"}
     assert manifest["mcpServers"]["powercontext"]["type"] == "http"
 
 
@@ -62,10 +62,12 @@ def test_codex_marketplace_manifest_hooks_and_mcp_match_codex_formats():
     assert manifest["name"] == entry["name"]
     hooks = load(root / manifest["hooks"])
     validate(hooks, "codex-hooks-file.schema.json")
-    assert set(hooks["hooks"]) == {"UserPromptSubmit"}
-    mcp = load(root / manifest["mcpServers"])
-    validate(mcp, "codex-plugin-mcp.schema.json")
-    assert mcp["mcpServers"]["powercontext"]["url"].endswith("/mcp")
+    assert set(hooks["hooks"]) == {"UserPromptSubmit", "SessionStart"}
+    # No MCP entry: Codex cannot expand a variable in a plugin's MCP URL, so a fixed
+    # address would miss any server not on it and cost Codex a failed connection at every
+    # start. The MCP server is added with `codex mcp add` at the server's own address.
+    assert "mcpServers" not in manifest
+    assert not (root / ".mcp.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -113,7 +115,7 @@ def test_plugin_scripts_are_exact_copies_of_the_hooks():
     sync = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync)
     pairs = list(sync.copies())
-    assert len(pairs) == 4
+    assert len(pairs) == 6
     for source, copy in pairs:
         assert not os.path.islink(copy), copy
         assert Path(copy).read_bytes() == Path(source).read_bytes(), (
@@ -220,15 +222,43 @@ def test_claude_plugin_hook_runs_as_claude_code_runs_it(powercontext_server, tmp
     assert text in output["hookSpecificOutput"]["additionalContext"]
 
 
+def mcp_post(url: str, headers: dict, message: dict) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(message).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+            **headers,
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
 @pytest.mark.slow
-def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(
-    powercontext_server, tmp_path
-):
-    """The MCP entry expanded as Claude Code expands ``${VAR:-default}``: tools/list works."""
+@pytest.mark.parametrize("token", [True, False], ids=["with-token", "without-token"])
+def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(token, request):
+    """The MCP entry expanded as Claude Code expands ``${VAR:-default}``: tools/list and a
+    write then a read work, with a token and, in the README's default setup, without one
+    (then the header is ``Bearer`` with nothing after it)."""
     from .conftest import LIVE_TOKEN
 
+    base = request.getfixturevalue(
+        "powercontext_server" if token else "powercontext_server_without_token"
+    )
     server = load(CLAUDE_PLUGIN / ".claude-plugin" / "plugin.json")["mcpServers"]["powercontext"]
-    env = {"POWERCONTEXT_URL": powercontext_server, "POWERCONTEXT_API_TOKEN": LIVE_TOKEN}
+    env = {"POWERCONTEXT_URL": base}
+    if token:
+        env["POWERCONTEXT_API_TOKEN"] = LIVE_TOKEN
 
     def expand(value: str) -> str:
         return re.sub(
@@ -237,20 +267,44 @@ def test_claude_plugin_mcp_server_answers_with_the_manifests_url_and_header(
             value,
         )
 
-    import urllib.request
-
-    request = urllib.request.Request(
-        expand(server["url"]),
-        data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-            **{name: expand(value) for name, value in server["headers"].items()},
-        },
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        body = json.loads(response.read())
+    url = expand(server["url"])
+    headers = {name: expand(value) for name, value in server["headers"].items()}
+    if not token:
+        assert headers == {"Authorization": "Bearer "}
+    status, body = mcp_post(url, headers, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 200, body
     names = {tool["name"] for tool in body["result"]["tools"]}
     assert "remember_memory" in names
+    text = f"Plugin MCP check ({'token' if token else 'no token'}): run make check."
+    for number, (name, arguments) in enumerate(
+        [
+            ("remember_memory", {"scope_id": SCOPE, "kind": "convention", "text": text}),
+            ("search_memory", {"scope_id": SCOPE, "query": "plugin MCP check make"}),
+        ]
+    ):
+        message = {
+            "jsonrpc": "2.0",
+            "id": 2 + number,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        status, body = mcp_post(url, headers, message)
+        assert status == 200, body
+        assert body["result"]["isError"] is False, body
+    hits = body["result"]["structuredContent"]["hits"]
+    assert text in [hit["text"] for hit in hits]
+
+
+def test_the_doctor_knows_the_command_each_plugin_ships():
+    """The doctor trusts a plugin copy only when its hook command is exactly this one."""
+    from .conftest import load_hook_module
+
+    doctor = load_hook_module("doctor")
+    (claude,) = load(CLAUDE_PLUGIN / ".claude-plugin" / "plugin.json")["hooks"]["UserPromptSubmit"]
+    (codex,) = load(CODEX_PLUGIN / "hooks" / "hooks.json")["hooks"]["UserPromptSubmit"]
+    assert claude["hooks"][0]["command"] == doctor.PLUGIN_COMMANDS["claude"]
+    assert codex["hooks"][0]["command"] == doctor.PLUGIN_COMMANDS["codex"]
+    (claude,) = load(CLAUDE_PLUGIN / ".claude-plugin" / "plugin.json")["hooks"]["SessionStart"]
+    (codex,) = load(CODEX_PLUGIN / "hooks" / "hooks.json")["hooks"]["SessionStart"]
+    assert claude["hooks"][0]["command"] == doctor.PLUGIN_SESSION_COMMANDS["claude"]
+    assert codex["hooks"][0]["command"] == doctor.PLUGIN_SESSION_COMMANDS["codex"]

@@ -89,6 +89,17 @@ def test_without_configured_token_local_callers_are_agents(client):
     assert ApiClient(client).get("/v1/capabilities").status_code == 200
 
 
+@pytest.mark.parametrize("header", ["Bearer ", "Bearer", "bearer  "])
+def test_an_empty_bearer_is_no_credential(client, settings, header):
+    """What an agent's MCP entry sends when the token variable is unset: the same as no
+    header, so it works without a configured token and stays a 401 with one."""
+    assert client.get("/v1/capabilities", HTTP_AUTHORIZATION=header).status_code == 200
+    settings.POWERCONTEXT_API_TOKEN = TOKEN
+    response = client.get("/v1/capabilities", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401
+    assert error_code(response) == "unauthorized"
+
+
 # -- the admin ------------------------------------------------------------------------
 
 QUEUE = "/admin/experience/candidate/"

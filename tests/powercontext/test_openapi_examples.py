@@ -370,6 +370,8 @@ def test_the_examples_are_a_true_story(story, monkeypatch):
     story.step(
         "prepare_context", "The agent's prompt", "200", "Nothing relevant", scope_id="elsewhere"
     )
+    story.step("session_context", "A new session", "200", "A session's pack")
+    story.step("session_context", "A new session", "200", "Nothing relevant", scope_id="elsewhere")
 
     for operation_id, (_, _, operation) in OPERATIONS.items():
         if "401" in operation["responses"]:

@@ -72,7 +72,10 @@ def test_links_and_connect_commands_carry_this_servers_url(client, settings):
     for href in ('href="/admin/"', 'href="/api/docs/"', 'href="/metrics"'):
         assert href in body
     assert "claude mcp add --transport http powercontext https://pc.example.com:8443/mcp" in body
-    assert "codex mcp add powercontext-server --url https://pc.example.com:8443/mcp" in body
+    assert (
+        "codex mcp add powercontext --url https://pc.example.com:8443/mcp"
+        " --bearer-token-env-var POWERCONTEXT_API_TOKEN" in body
+    )
     assert "export POWERCONTEXT_URL=https://pc.example.com:8443" in body
     assert "claude plugin install powercontext@powercontext" in body
     assert "t0ken-never-shown" not in body

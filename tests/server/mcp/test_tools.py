@@ -405,6 +405,78 @@ def test_mcp_needs_the_bearer_token_when_one_is_set(live_url, settings):
     assert run(with_token()) == (False, {"memory": None, "entries": [], "next_cursor": None})
 
 
+def raw_post(url: str, path: str, body: dict, authorization: str) -> tuple[int, dict]:
+    """POST with the Authorization header exactly as given (an HTTP library may refuse or
+    trim a value that ends in a space; an agent's MCP client sends one)."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        connection.putrequest("POST", path)
+        data = json.dumps(body).encode()
+        for name, value in (
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Length", str(len(data))),
+            ("Authorization", authorization),
+        ):
+            connection.putheader(name, value)
+        connection.endheaders(data)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+# What Claude Code sends from the plugin's ``Bearer ${POWERCONTEXT_API_TOKEN:-}`` when the
+# variable is unset (with or without the space, depending on the HTTP stack).
+EMPTY_BEARERS = ["Bearer ", "Bearer", "bearer   "]
+
+
+@pytest.mark.parametrize("authorization", EMPTY_BEARERS)
+def test_an_empty_bearer_is_no_credential_without_a_configured_token(live_url, authorization):
+    """No token configured: ``Bearer`` with nothing after it is the same as no header, so
+    the MCP tools (writes and reads) and the HTTP API work with the plugin's defaults."""
+    remember = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "remember_memory",
+            "arguments": {"scope_id": SCOPE, "kind": "convention", "text": "make check."},
+        },
+    }
+    status, body = raw_post(live_url, "/mcp", remember, authorization)
+    assert status == 200, body
+    assert body["result"]["isError"] is False, body
+    search = {**remember, "id": 2}
+    search["params"] = {"name": "search_memory", "arguments": {"scope_id": SCOPE, "query": "check"}}
+    status, body = raw_post(live_url, "/mcp", search, authorization)
+    assert status == 200, body
+    assert body["result"]["isError"] is False, body
+    assert body["result"]["structuredContent"]["hits"], body
+    status, body = raw_post(
+        live_url, "/v1/memory/search", {"scope_id": SCOPE, "query": "check"}, authorization
+    )
+    assert status == 200, body
+    assert body["hits"]
+
+
+@pytest.mark.parametrize("authorization", EMPTY_BEARERS)
+def test_an_empty_bearer_is_still_a_401_when_a_token_is_configured(
+    live_url, settings, authorization
+):
+    settings.POWERCONTEXT_API_TOKEN = TOKEN
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for path, body in (("/mcp", listing), ("/v1/memory/search", {"scope_id": SCOPE, "query": "x"})):
+        status, answer = raw_post(live_url, path, body, authorization)
+        assert status == 401, (path, answer)
+        assert answer["error"]["code"] == "unauthorized"
+
+
 def test_without_a_token_only_local_hosts_and_origins_are_served(live_url):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     accept = {"Accept": "application/json, text/event-stream"}

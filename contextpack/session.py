@@ -1,0 +1,127 @@
+"""``session_context``: the small Context Pack a new session starts with.
+
+A ``SessionStart`` hook has no prompt to search for, so this pack is chosen by what a new
+session most needs before the first prompt, in this order of priority:
+
+- **Standing instructions**: the scope's active Memory entries of kind ``command`` (how
+  to build, test, run) and ``convention`` (how the team works), the most recently written
+  first. They are what an AGENTS.md / CLAUDE.md holds, and what an agent without them
+  gets wrong on its first try.
+- **Where the work is**: the entries that best match the subjects of the scope's most
+  recent captured prompts, each prompt scored on its own (``segments``), with the words
+  the user repeats in every prompt weighing less (``recurring_terms``): a session that
+  resumes the work gets the facts it was using.
+- **One lesson**: the most recently approved Experience.
+
+Memory items go in turn (a command, a subject, a convention, then the next of each) so
+that a budget of a few items holds some of each; the builder keeps what fits.
+
+The same ``powercontext.prepared-context.v1`` value as prepare, from the same pure builder
+(trust wrapper, citations, truncation, byte budget), from the families' own selectors.
+It records nothing: no capture, no write, no cursor (like prepare).
+"""
+
+from contextpack.builder import (
+    ExperienceHit,
+    HeadMismatchError,
+    MemoryCitation,
+    MemoryHit,
+    PreparedContext,
+    PreparedContextBuilder,
+)
+from contextpack.prompt_history import recent_prompt_terms
+from contextpack.serializers import SESSION_DEFAULT_MAX_BYTES
+from experience.selectors import experience_latest
+from memory.selectors import memory_entries_of_kinds, memory_head, memory_search_at
+from memory.values import memory_ref
+from powercontext.search import SearchInconsistent
+from powercontext.search.policy import recurring_terms
+from powercontext.search.query import Query
+from powercontext.snapshot import read_snapshot
+
+# The standing kinds; of each, the most recently written entries first.
+STANDING_KINDS = ("command", "convention")
+STANDING_PER_KIND = 3
+# The prompts whose subjects are looked for, most recent first, and how many entries.
+SUBJECT_PROMPTS = 3
+SUBJECT_ENTRIES = 3
+SUBJECT_MAX_TERMS = 256
+EXPERIENCES = 1
+
+EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
+_BUILDER = PreparedContextBuilder()
+
+
+def session_context(
+    *, scope_id: str, max_bytes: int = SESSION_DEFAULT_MAX_BYTES
+) -> PreparedContext:
+    """The pack a session of ``scope_id`` starts with (``empty`` when the scope has none).
+
+    Raises ``powercontext.search.SearchInconsistent`` when a hit cites a revision other
+    than the head read; no partial pack is returned. Writes nothing.
+    """
+    with read_snapshot():
+        head = memory_head(scope_id=scope_id)
+        standing = [
+            [
+                _hit(head, entry.citation.entry_id, entry.citation.entry_version_id, entry.text)
+                for entry in memory_entries_of_kinds(
+                    scope_id=scope_id, revision=head, kinds=(kind,), limit=STANDING_PER_KIND
+                )
+            ]
+            for kind in STANDING_KINDS
+        ]
+        taken = {hit.citation.entry_id for hits in standing for hit in hits}
+        subjects = _subject_hits(scope_id, head, taken)
+        experience_hits = [
+            ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)
+            for hit in experience_latest(scope_id=scope_id, limit=EXPERIENCES)
+        ]
+    # One of each in turn (a command, a subject, a convention, then the next of each), so
+    # the budget holds some of every sort rather than all of the first.
+    lists = [standing[0], subjects, *standing[1:]]
+    memory_hits = [
+        hits[index] for index in range(max(map(len, lists))) for hits in lists if index < len(hits)
+    ]
+    if not memory_hits and not experience_hits:
+        return EMPTY
+    try:
+        return _BUILDER.build(
+            head=memory_ref(head),
+            memory_hits=memory_hits,
+            experience_hits=experience_hits,
+            max_bytes=max_bytes,
+        )
+    except HeadMismatchError as error:  # the index disagrees with the head, as prepare says
+        raise SearchInconsistent() from error
+
+
+def _hit(revision: int, entry_id: str, entry_version_id: str, text: str) -> MemoryHit:
+    return MemoryHit(MemoryCitation(memory_ref(revision), entry_id, entry_version_id), text)
+
+
+def _subject_hits(scope_id: str, head: int, taken: set[str]) -> list[MemoryHit]:
+    """The entries matching the subjects of the most recent prompts, none of ``taken``."""
+    prompts = recent_prompt_terms(scope_id=scope_id, query="")
+    recent = prompts[:SUBJECT_PROMPTS]
+    if head == 0 or not recent:
+        return []
+    terms: list[str] = []
+    for prompt in recent:  # the most recent prompt's words first, up to the cap
+        terms += sorted(prompt.difference(terms))
+    terms = terms[:SUBJECT_MAX_TERMS]
+    subjects = Query(
+        " ".join(terms),
+        terms,
+        recurring=recurring_terms(terms, prompts),
+        segments=[sorted(prompt) for prompt in recent],
+    )
+    found = memory_search_at(
+        scope_id=scope_id, head=head, query=subjects, limit=SUBJECT_ENTRIES + len(taken)
+    )
+    hits = [
+        _hit(hit.revision, hit.entry_id, hit.entry_version_id, hit.text)
+        for hit in found
+        if hit.entry_id not in taken
+    ]
+    return hits[:SUBJECT_ENTRIES]
