@@ -92,6 +92,13 @@ class SourceRecord(models.Model):
     previous_hash = models.CharField(max_length=64, default="")
     entry_hash = models.CharField(max_length=64, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Derived from the payload's metadata when it is captured, for the home page's counts
+    # (``powercontext.sources.capture_agent``): which agent kind sent it ("codex",
+    # "claude", "other") and a digest of its session id ("" without one). Indexed with
+    # the time, so counting the last hour's prompts never reads a payload (up to 200,000
+    # characters each).
+    agent = models.CharField(max_length=16, default="")
+    session_key = models.CharField(max_length=16, default="")
 
     class Meta:
         constraints = [
@@ -99,6 +106,12 @@ class SourceRecord(models.Model):
                 fields=["scope_id", "source_type", "source_id"], name="source_identity_unique"
             ),
             models.UniqueConstraint(fields=["scope_id", "position"], name="source_position_unique"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["source_type", "created_at", "agent", "session_key", "scope_id"],
+                name="source_recent_agents",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from powercontext.fields import identity_text
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 
 Head = TypeVar("Head", bound=ArtifactHead)
@@ -57,26 +59,34 @@ def source_get(*, scope_id: str, name: str, source_id: str) -> StoredSource | No
 
 
 @dataclass(frozen=True)
-class RecentCapture:
-    """One captured source among the newest: its scope, its payload as stored (a reader
-    that counts parses it and decides what a malformed one means) and when it came."""
+class RecentCaptures:
+    """How many of the newest captures came from one scope, agent kind and session (the
+    digest recorded when they were captured; "" for none). Never a payload."""
 
     scope_id: str
-    payload_json: str
-    captured_at: datetime
+    agent: str
+    session_key: str
+    prompts: int
 
 
-def sources_recent(*, name: str, limit: int) -> list[RecentCapture]:
-    """The newest ``limit`` captures of sources named ``name`` in every scope, newest
-    first (by primary key: the order they were written)."""
-    rows = (
-        SourceRecord.objects.filter(source_type=name)
-        .order_by("-pk")
-        .values_list("scope_id", "payload", "created_at")[:limit]
-    )
+def sources_recent_agents(*, name: str, since: datetime, limit: int) -> list[RecentCaptures]:
+    """The newest ``limit`` captures of sources named ``name`` in every scope made at or
+    after ``since``, counted by scope, agent kind and session. Counted by the database
+    over one covering index (``source_recent_agents``): no payload is read, and only the
+    groups come back, whatever the prompts weigh."""
+    table = connection.ops.quote_name(SourceRecord._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT scope_id, agent, session_key, COUNT(*) FROM ("  # noqa: S608 - names only
+            f"SELECT scope_id, agent, session_key FROM {table} "
+            "WHERE source_type = %s AND created_at >= %s ORDER BY created_at DESC LIMIT %s"
+            ") recent GROUP BY scope_id, agent, session_key",
+            [name, connection.ops.adapt_datetimefield_value(since), limit],
+        )
+        groups = cursor.fetchall()
     return [
-        RecentCapture(scope_id=scope_id, payload_json=payload, captured_at=created_at)
-        for scope_id, payload, created_at in rows
+        RecentCaptures(identity_text(scope_id), agent, session_key, int(prompts))
+        for scope_id, agent, session_key, prompts in groups
     ]
 
 

@@ -116,6 +116,7 @@ def source_capture(
                         position=position,
                         commitment=commitment,
                     ),
+                    **capture_agent(metadata),
                 )
             return CapturedSource(source_id, position, kinds)
         except IntegrityError:
@@ -341,3 +342,23 @@ def source_journal_check(*, scope_id: str | None = None) -> CheckResult:
                 result.add(scope, subject, "payload differs from what its redaction left")
         expected, previous = position + 1, own_hash
     return result
+
+
+# The agent kinds a hook names in a capture's metadata (``hooks/powercontext_hook.py``);
+# anything else counts as "other".
+AGENT_KINDS = ("codex", "claude")
+
+
+def capture_agent(metadata: Any) -> dict[str, str]:
+    """The ``agent`` and ``session_key`` columns of a capture with ``metadata``: its
+    ``agent`` if a known kind, else "other"; a digest of its ``session_id`` (16 hex
+    digits, with the agent, so two agents' sessions never count as one), else "". Derived
+    and indexed, so the home page counts the last hour's prompts without reading one."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    agent = metadata.get("agent")
+    kind = agent if agent in AGENT_KINDS else "other"
+    session = metadata.get("session_id")
+    if not isinstance(session, str):
+        return {"agent": kind, "session_key": ""}
+    digest = hashlib.sha256(f"{agent}\x00{session}".encode("utf-8", "surrogatepass"))
+    return {"agent": kind, "session_key": digest.hexdigest()[:16]}

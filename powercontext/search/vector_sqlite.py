@@ -54,7 +54,16 @@ from django.db import connection
 
 from powercontext.embeddings import to_sqlite_vec
 from powercontext.search.indexes import SearchIndex
-from powercontext.search.vectors import StoredVector, VectorRow, delete_vectors, vec_table
+from powercontext.search.vectors import (
+    Damage,
+    StoredVector,
+    VectorRow,
+    delete_vectors,
+    note_damaged_rows,
+    note_damaged_scope,
+    note_scope_searched,
+    vec_table,
+)
 
 # Candidates by code per row asked for, and their least number, and the code's middle
 # level (see the module's docstring; chosen on real embeddings, docs/relevance.md).
@@ -74,6 +83,71 @@ def _code(vector: Any) -> np.ndarray:
     values = np.asarray(vector, dtype=np.float32)
     step = LEVEL / np.sqrt(values.size)
     return np.packbits(np.concatenate([values > -step, values > step]), bitorder="little")
+
+
+def _codes(matrix: np.ndarray) -> np.ndarray:
+    """:func:`_code` of each row of ``matrix``, one row of packed bits each."""
+    step = LEVEL / np.sqrt(matrix.shape[1])
+    bits = np.concatenate([matrix > -step, matrix > step], axis=1)
+    return np.packbits(bits, axis=1, bitorder="little")
+
+
+def _float_problem(blob: Any, dimension: int) -> str | None:
+    """What is wrong with a stored float vector (the ``embedding`` auxiliary column), or
+    None: it must be ``dimension`` float32 values, finite and not all zero (the model's
+    vectors have length 1)."""
+    if not isinstance(blob, bytes) or len(blob) != 4 * dimension:
+        size = len(blob) if isinstance(blob, bytes) else type(blob).__name__
+        return f"its float vector is {size} bytes, not {4 * dimension}"
+    values = np.frombuffer(blob, dtype=np.float32)
+    if not np.isfinite(values).all():
+        return "its float vector holds values that are not finite"
+    if not values.any():
+        return "its float vector is all zeros"
+    return None
+
+
+def _float_matrix(
+    stored: Sequence[Any], dimension: int
+) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """The row keys and float vectors (one row each) of ``stored`` ((row key, blob)
+    pairs), and {row key: problem} of the ones left out (:func:`_float_problem`). Checked
+    for the whole matrix at once: a search reads a thousand candidates."""
+    size = 4 * dimension
+    damaged = {
+        int(key): _float_problem(blob, dimension) or ""
+        for key, blob in stored
+        if not isinstance(blob, bytes) or len(blob) != size
+    }
+    kept = [row for row in stored if int(row[0]) not in damaged] if damaged else stored
+    keys = np.fromiter((row[0] for row in kept), dtype=np.int64, count=len(kept))
+    matrix = np.frombuffer(b"".join(row[1] for row in kept), dtype=np.float32)
+    matrix = matrix.reshape(len(kept), dimension)
+    bad = ~(np.isfinite(matrix).all(axis=1) & matrix.any(axis=1))
+    if bad.any():
+        for at in np.flatnonzero(bad).tolist():
+            damaged[int(keys[at])] = _float_problem(kept[at][1], dimension) or ""
+        keys, matrix = keys[~bad], matrix[~bad]
+    return keys, matrix, damaged
+
+
+def _chunk_slots(
+    size: int, validity: bytes, rowids: bytes, codes: bytes, code_bytes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One chunk's slots as read (row keys, which hold a vector, codes); ValueError when
+    its blobs are not the sizes ``size`` slots take (the storage is damaged)."""
+    if (len(validity), len(rowids), len(codes)) != (
+        (size + 7) // 8,
+        8 * size,
+        code_bytes * size,
+    ):
+        raise ValueError(
+            f"a chunk of {size} slots holds {len(validity)} validity, {len(rowids)} row id "
+            f"and {len(codes)} code bytes"
+        )
+    keys = np.frombuffer(rowids, dtype="<i8")
+    valid = _valid_slots(validity, size)
+    return keys, valid, np.frombuffer(codes, dtype=np.uint8).reshape(size, code_bytes)
 
 
 def _valid_slots(validity: bytes, slots: int) -> np.ndarray:
@@ -169,7 +243,11 @@ class SqliteVectors:
         if k <= 0 or not len(vectors):
             return []
         queries = np.stack([np.asarray(vector, dtype=np.float32) for vector in vectors])
-        keys, valid, codes = self._scope_codes(index, scope_id)
+        try:
+            keys, valid, codes = self._scope_codes(index, scope_id, 2 * queries.shape[1] // 8)
+        except ValueError as error:
+            raise note_damaged_scope(index, scope_id, error) from error
+        note_scope_searched(index, scope_id)
         coarse = max(k * COARSE_FACTOR, COARSE_MIN)
         if int(valid.sum()) <= coarse:
             # Every vector of the scope is a candidate: no code comparison to make.
@@ -181,9 +259,12 @@ class SqliteVectors:
         # The float vectors of every candidate, then the cited id and version of the k
         # kept alone: each column read costs (1,056 candidates: 1.4 against 1.7 ms).
         stored = self._auxiliary(index, "value02", candidates)
-        rows = np.fromiter((row[0] for row in stored), dtype=np.int64, count=len(stored))
-        matrix = np.frombuffer(b"".join(row[1] for row in stored), dtype=np.float32)
-        matrix = matrix.reshape(len(stored), queries.shape[1])
+        rows, matrix, damaged = _float_matrix(stored, queries.shape[1])
+        if damaged:
+            # Left out, never a 500 for the whole scope: the others are still exact.
+            note_damaged_rows(index, damaged)
+            if not len(rows):
+                return []
         # The exact cosine distance to the nearest query (what ``vec_distance_cosine``
         # computes), every candidate with every query in one call. By einsum's own loops,
         # not a BLAS matrix product: BLAS rounds a row's products differently by where the
@@ -236,29 +317,84 @@ class SqliteVectors:
         Hamming distance between their codes (a row's distance is to the code it is
         nearest to; all of them when the scope has no more), nearest first, ties by row
         key. The scope's codes are read once for all of ``vectors``."""
-        keys, valid, codes = self._scope_codes(index, scope_id)
+        if not len(vectors):
+            return []
+        code_bytes = 2 * len(np.asarray(vectors[0])) // 8
+        keys, valid, codes = self._scope_codes(index, scope_id, code_bytes)
         return _code_nearest(keys, valid, codes, vectors, k)
 
-    def _scope_codes(
-        self, index: SearchIndex, scope_id: str
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The scope's chunk slots: their row keys, which hold a vector, and their codes
-        (one row of bytes a slot)."""
+    def _chunks(self, index: SearchIndex, scope_id: str | None) -> list[Any]:
+        """(chunk id, slots, validity, row ids, codes, scope) of the scope's chunks (every
+        chunk without a scope), in chunk order: the table's own storage."""
         vec = vec_table(index)
         chunks = connection.ops.quote_name(vec + "_chunks")
         vector_chunks = connection.ops.quote_name(vec + "_vector_chunks00")
+        sql = (
+            f"SELECT c.chunk_id, c.size, c.validity, c.rowids, v.vectors, c.partition00 "  # noqa: S608
+            f"FROM {chunks} AS c JOIN {vector_chunks} AS v ON v.rowid = c.chunk_id"
+        )
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT c.validity, c.rowids, v.vectors FROM {chunks} AS c "  # noqa: S608
-                f"JOIN {vector_chunks} AS v ON v.rowid = c.chunk_id "
-                "WHERE c.partition00 = %s ORDER BY c.chunk_id",
-                [scope_id],
-            )
-            stored = cursor.fetchall()
-        keys = np.frombuffer(b"".join(bytes(row[1]) for row in stored), dtype="<i8")
-        valid = _valid_slots(b"".join(bytes(row[0]) for row in stored), len(keys))
-        codes = np.frombuffer(b"".join(bytes(row[2]) for row in stored), dtype=np.uint8)
-        return keys, valid, codes.reshape(len(keys), -1) if len(keys) else codes
+            if scope_id is None:
+                cursor.execute(f"{sql} ORDER BY c.chunk_id")
+            else:
+                cursor.execute(f"{sql} WHERE c.partition00 = %s ORDER BY c.chunk_id", [scope_id])
+            found: list[Any] = cursor.fetchall()
+        return found
+
+    def _scope_codes(
+        self, index: SearchIndex, scope_id: str, code_bytes: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scope's chunk slots: their row keys, which hold a vector, and their codes
+        (one row of ``code_bytes`` a slot). ValueError when a chunk's storage is damaged."""
+        slots = [
+            _chunk_slots(int(size), bytes(validity), bytes(rowids), bytes(codes), code_bytes)
+            for _, size, validity, rowids, codes, _ in self._chunks(index, scope_id)
+        ]
+        if not slots:
+            empty = np.zeros(0, dtype="<i8")
+            return empty, empty.astype(bool), np.zeros((0, code_bytes), dtype=np.uint8)
+        keys, valid, codes = (np.concatenate(part) for part in zip(*slots, strict=True))
+        return keys, valid, codes
+
+    def damaged(
+        self,
+        index: SearchIndex,
+        *,
+        dimension: int,
+        scope_id: str | None = None,
+        keys: Sequence[int] | None = None,
+    ) -> Damage:
+        """Float vectors that are not ``dimension`` finite float32 values, not all zero;
+        without ``keys``, also codes that disagree with their vector (each recomputed from
+        it, chunk by chunk) and chunks whose storage is not the size of their slots."""
+        found = Damage()
+        if keys is not None:
+            for key, blob in self._auxiliary(index, "value02", list(keys)):
+                problem = _float_problem(blob, dimension)
+                if problem is not None:
+                    found.rows[int(key)] = problem
+            return found
+        code_bytes = 2 * dimension // 8
+        for chunk_id, size, validity, rowids, codes, _ in self._chunks(index, scope_id):
+            try:
+                slots = _chunk_slots(
+                    int(size), bytes(validity), bytes(rowids), bytes(codes), code_bytes
+                )
+            except ValueError as error:
+                found.storage.append(f"vector chunk {chunk_id} is damaged: {error}")
+                continue
+            chunk_keys, valid, chunk_codes = slots
+            live = [int(key) for key in chunk_keys[valid]]
+            floats = self._auxiliary(index, "value02", live)
+            for key in set(live) - {int(key) for key, _ in floats}:
+                found.rows[key] = "it has no float vector"
+            good, matrix, bad = _float_matrix(floats, dimension)
+            found.rows.update(bad)
+            stored_codes = dict(zip(live, chunk_codes[valid], strict=True))
+            for key, code in zip(good, _codes(matrix), strict=True):
+                if not np.array_equal(stored_codes[int(key)], code):
+                    found.rows[int(key)] = "its 2-bit code disagrees with its float vector"
+        return found
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]:
         """Every stored vector's row key, cited id and version (of ``scope_id`` alone when

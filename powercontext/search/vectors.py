@@ -76,6 +76,14 @@ class VectorsNotReady(PowerContextError):
     default_message = "The vector index is not ready; run manage.py rebuild_index."
 
 
+class VectorsDamaged(VectorsNotReady):
+    """Stored vectors of a scope that the engine cannot compute with (on OceanBase,
+    values whose products overflow): that scope is searched lexically until
+    ``rebuild_index`` re-embeds them. Noted for ``/health/ready`` and logged once."""
+
+    default_message = "Stored vectors are damaged; run manage.py rebuild_index."
+
+
 # -- values ---------------------------------------------------------------------------
 
 
@@ -137,11 +145,34 @@ class StoredVector:
 
 
 @dataclass
+class Damage:
+    """Stored vectors that cannot be what the model gave (:meth:`VectorEngine.damaged`):
+    ``rows`` by row key, with what is wrong (a float vector of the wrong length, values
+    that are not finite or all zero, a code that disagrees with its vector); ``storage``,
+    problems of the engine's own storage that no row key names (the table is recreated)."""
+
+    rows: dict[int, str] = field(default_factory=dict)
+    storage: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Coverage:
     """How the vectors of an index compare with its rows (check and rebuild)."""
 
     rows: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # key: scope, cited, ver
     stored: dict[int, StoredVector] = field(default_factory=dict)
+    damage: Damage = field(default_factory=Damage)  # looked for only when asked
+
+    @property
+    def damaged(self) -> list[int]:
+        """Rows whose vector is damaged (and not already missing or stale)."""
+        return [
+            key
+            for key in self.damage.rows
+            if key in self.rows
+            and key in self.stored
+            and self.stored[key] == StoredVector(*self.rows[key][1:])
+        ]
 
     @property
     def missing(self) -> list[int]:
@@ -195,6 +226,19 @@ class VectorEngine(Protocol):
         ...
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]: ...
+
+    def damaged(
+        self,
+        index: SearchIndex,
+        *,
+        dimension: int,
+        scope_id: str | None = None,
+        keys: Sequence[int] | None = None,
+    ) -> Damage:
+        """The stored vectors that cannot be the model's (of ``dimension`` values): of
+        ``keys`` only (a cheap look at each, for readiness), else of the scope or the
+        whole index (every vector read: for check_integrity and rebuild_index)."""
+        ...
 
     def refresh_statistics(self, index: SearchIndex) -> None:
         """Bring the planner's statistics of the index's vector objects up to date after
@@ -529,6 +573,102 @@ def drop_cited(index: SearchIndex, *, scope_id: str, cited_id: str) -> None:
         vector_engine().delete(index, [found[0]])
 
 
+# -- damage met while searching -------------------------------------------------------
+
+# What this process's searches found damaged, per index: row keys left out of the answer
+# (with what is wrong) and scopes the engine could not search at all. ``/health/ready``
+# says so until they are repaired; each is logged once, when first met. At most this many
+# of each per index are remembered (and logged): the first are enough to say "damaged".
+DAMAGE_KEPT = 100
+_damage_lock = threading.Lock()
+_damaged_rows: dict[str, dict[int, str]] = {}
+_damaged_scopes: dict[str, set[str]] = {}
+
+
+def note_damaged_rows(index: SearchIndex, damaged: dict[int, str]) -> None:
+    """Rows an engine left out of a search because their vectors are damaged (an engine
+    calls this from ``nearest``): logged the first time each is met."""
+    with _damage_lock:
+        known = _damaged_rows.setdefault(index.name, {})
+        new = {key: why for key, why in damaged.items() if key not in known}
+        new = dict(list(new.items())[: max(DAMAGE_KEPT - len(known), 0)])
+        known.update(new)
+    for key, why in new.items():
+        log.warning(
+            "%s: the vector of row %s is damaged (%s); it is left out of vector search "
+            "until manage.py rebuild_index re-embeds it",
+            vec_table(index),
+            key,
+            why,
+        )
+
+
+def note_damaged_scope(index: SearchIndex, scope_id: str, error: object) -> VectorsDamaged:
+    """A scope whose vectors the engine could not search (an engine calls this from
+    ``nearest`` and raises what it returns): logged the first time, without naming the
+    scope (logs never do)."""
+    with _damage_lock:
+        known = _damaged_scopes.setdefault(index.name, set())
+        new = scope_id not in known and len(known) < DAMAGE_KEPT
+        if new:
+            known.add(scope_id)
+    if new:
+        log.warning(
+            "%s: the vectors of a scope cannot be searched (%s); that scope is searched "
+            "lexically until manage.py rebuild_index re-embeds the damaged ones",
+            vec_table(index),
+            error,
+        )
+    return VectorsDamaged(f"{index.name}: damaged vectors in this scope ({error})")
+
+
+def note_scope_searched(index: SearchIndex, scope_id: str) -> None:
+    """The scope's vectors were searched without an error: whatever stopped them is gone."""
+    with _damage_lock:
+        known = _damaged_scopes.get(index.name)
+        if known:
+            known.discard(scope_id)
+
+
+def damage_noted(index: SearchIndex) -> tuple[int, int]:
+    """(damaged rows, scopes searched lexically) this process's searches noted in the
+    index, as they were noted (readiness looks at the rows again)."""
+    with _damage_lock:
+        return len(_damaged_rows.get(index.name, {})), len(_damaged_scopes.get(index.name, ()))
+
+
+def forget_damage() -> None:
+    """Forget what searches met (tests)."""
+    with _damage_lock:
+        _damaged_rows.clear()
+        _damaged_scopes.clear()
+
+
+def _damage_detail(index: SearchIndex, dimension: int | None) -> str | None:
+    """What searches met of damage in the index and is still there, for readiness: the
+    row keys are looked at again (at most :data:`DAMAGE_KEPT`, by key: cheap), so a row
+    ``rebuild_index`` repaired in another process is no longer reported; a scope is until
+    a search of it succeeds."""
+    with _damage_lock:
+        rows = dict(_damaged_rows.get(index.name, {}))
+        scopes = len(_damaged_scopes.get(index.name, ()))
+    if rows and dimension is not None:
+        still = vector_engine().damaged(index, dimension=dimension, keys=sorted(rows)).rows
+        with _damage_lock:
+            known = _damaged_rows.get(index.name, {})
+            for key in set(rows) - set(still):
+                known.pop(key, None)
+        rows = still
+    parts = []
+    if rows:
+        parts.append(f"{len(rows)} damaged vector(s) left out of search")
+    if scopes:
+        parts.append(f"{scopes} scope(s) searched lexically: their vectors cannot be searched")
+    if not parts:
+        return None
+    return f"{' and '.join(parts)}, run manage.py rebuild_index"
+
+
 # -- searching ------------------------------------------------------------------------
 
 
@@ -637,13 +777,22 @@ def _version(value: Any) -> Any:
 # -- rebuilding and checking ----------------------------------------------------------
 
 
-def coverage(index: SearchIndex, *, scope_id: str | None = None) -> Coverage:
-    """The rows and the stored vectors, read in one snapshot."""
+def coverage(index: SearchIndex, *, scope_id: str | None = None, damage: bool = False) -> Coverage:
+    """The rows and the stored vectors, read in one snapshot; with ``damage``, also the
+    stored vectors that are damaged (every vector read: check and rebuild_index, not the
+    catch-up at every start)."""
     engine = vector_engine()
     with read_snapshot():
         rows = _rows(index, None, scope_id=scope_id)
-        stored = engine.stored(index, scope_id) if engine.problem(index) is None else {}
-    return Coverage(rows, stored)
+        present = engine.problem(index) is None
+        stored = engine.stored(index, scope_id) if present else {}
+        recorded = _recorded(index) if present and damage else None
+        found = (
+            engine.damaged(index, dimension=recorded[1], scope_id=scope_id)
+            if recorded is not None
+            else Damage()
+        )
+    return Coverage(rows, stored, found)
 
 
 def rebuild(
@@ -653,10 +802,14 @@ def rebuild(
     batch_size: int = REBUILD_BATCH,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
+    damaged: bool = False,
 ) -> RebuildReport:
     """(Re)embed the rows of ``index`` that have no vector or a stale one, and drop the
     vectors of rows that are gone; after a model change (or with the vector objects
     missing) recreate them for the running model and embed every row, of every scope.
+    With ``damaged`` (``rebuild_index``), every stored vector is read too and the damaged
+    ones are re-embedded (:meth:`VectorEngine.damaged`); damaged storage of the engine's
+    own, which no row names, has the vector objects recreated.
 
     Unlike a family's rebuild this is not one transaction: the model's time would hold
     the write lock for minutes. Each batch is embedded outside any transaction, then
@@ -684,12 +837,19 @@ def rebuild(
             return report
         _create(index, model, replace=True)
         scope_id = None
-    state = coverage(index, scope_id=scope_id)
+    state = coverage(index, scope_id=scope_id, damage=damaged and not recreated)
+    storage = state.damage.storage
+    if storage and not (connection.in_atomic_block and not vector_engine().transactional_ddl):
+        # Rows the engine's storage no longer names cannot be re-embedded one by one.
+        _create(index, model, replace=True)
+        recreated, scope_id = True, None
+        state = coverage(index)
     orphaned = state.orphaned
     if orphaned:
         with transaction.atomic():
             vector_engine().delete(index, orphaned)
-    todo = sorted([*state.missing, *state.stale])
+    repaired = state.damaged
+    todo = sorted([*state.missing, *state.stale, *repaired])
     report.scopes = len({scope for scope, _, _ in state.rows.values()})
     report.deleted = len(orphaned)
     embedded_seconds = 0.0
@@ -726,18 +886,26 @@ def rebuild(
     report.seconds = time.monotonic() - started
     rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0
     what = "recreated for the model and " if recreated else ""
+    if storage and recreated:
+        what = f"recreated ({'; '.join(storage)}) and "
     stopped = f", stopped after {done} of {len(todo)}" if done < len(todo) else ""
+    fixed = f" ({len(repaired)} of them damaged)" if repaired else ""
     report.index = (
-        f"{what}{report.inserted} vector(s) embedded at {rate:,.0f} entries/s "
+        f"{what}{report.inserted} vector(s) embedded{fixed} at {rate:,.0f} entries/s "
         f"(model {embedded_seconds:.2f}s), {len(orphaned)} orphaned vector(s) dropped"
         f"{stopped}"
     )
+    if damaged and done == len(todo) and scope_id is None:
+        # Every damaged vector was re-embedded: searches may try every scope again.
+        with _damage_lock:
+            _damaged_scopes.pop(index.name, None)
     return report
 
 
 def check(index: SearchIndex, *, scope_id: str | None = None) -> CheckResult:
     """Vectors of another model, missing vector objects, rows with no vector, stale
-    vectors (of another version than the row's) and orphaned ones (of no row)."""
+    vectors (of another version than the row's), orphaned ones (of no row) and damaged
+    ones (:meth:`VectorEngine.damaged`: every stored vector is read)."""
     from powercontext.maintenance import CheckResult
 
     result = CheckResult(f"{index.name}.vectors")
@@ -752,8 +920,17 @@ def check(index: SearchIndex, *, scope_id: str | None = None) -> CheckResult:
         return result
     if current.state is not State.READY:
         result.add(None, index.name, current.detail)
-    state = coverage(index, scope_id=scope_id)
+    state = coverage(index, scope_id=scope_id, damage=current.state is State.READY)
     result.checked = len(state.rows)
+    for problem in state.damage.storage:
+        result.add(scope_id, vec_table(index), f"{problem} (rebuild_index recreates it)")
+    for key in state.damaged:
+        scope, cited, version = state.rows[key]
+        result.add(
+            scope,
+            f"{cited}@{version}",
+            f"vector is damaged: {state.damage.rows[key]} (rebuild_index re-embeds it)",
+        )
     for key in state.missing:
         scope, cited, version = state.rows[key]
         result.add(scope, f"{cited}@{version}", "has no vector (rebuild_index embeds it)")
@@ -784,7 +961,12 @@ def rebuild_all(
     for index in vector_indexes():
         name = f"{index.name} vectors"
         reports.append(
-            rebuild(index, scope_id=scope_id, progress=progress(name) if progress else None)
+            rebuild(
+                index,
+                scope_id=scope_id,
+                progress=progress(name) if progress else None,
+                damaged=True,
+            )
         )
     return reports
 
@@ -795,9 +977,18 @@ def check_all(*, scope_id: str | None = None) -> list[CheckResult]:
 
 def readiness() -> dict[str, Any]:
     """``/health/ready``'s ``vector_index`` check: never failing (lexical search answers
-    without vectors), but its detail says plainly which channel is not ready and why."""
-    states = [status(index) for index in vector_indexes()]
-    if all(state.ready for state in states):
+    without vectors), but its detail says plainly which channel is not ready and why, and
+    which has damaged vectors that searches met (:func:`_damage_detail`)."""
+    indexes = vector_indexes()
+    states = [status(index) for index in indexes]
+    damage = {
+        state.index: found
+        for index, state in zip(indexes, states, strict=True)
+        if state.ready and (found := _damage_detail(index, state.dimension))
+    }
+    if all(state.ready for state in states) and not damage:
         return {"status": "ok", "detail": "ready"}
-    detail = "; ".join(f"{state.index}: {state.detail}" for state in states)
+    detail = "; ".join(
+        f"{state.index}: {damage.get(state.index) or state.detail}" for state in states
+    )
     return {"status": "ok", "detail": f"{detail} (search answers lexically meanwhile)"}

@@ -3,10 +3,13 @@ revisions and head content as the desk and the home page read them."""
 
 import dataclasses
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
+from powercontext import sources
 from powercontext.artifacts import head_advance, revision_append
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 from powercontext.selectors import (
@@ -16,7 +19,7 @@ from powercontext.selectors import (
     artifact_revisions_list,
     heads_with_content,
     source_get,
-    sources_recent,
+    sources_recent_agents,
 )
 from powercontext.sources import CONTENT_SOURCE, source_capture
 
@@ -68,17 +71,44 @@ def test_source_get_is_none_for_another_scope_name_or_id():
     assert source_get(scope_id="scope-a", name=CONTENT_SOURCE, source_id="p-9") is None
 
 
-def test_sources_recent_is_newest_first_across_scopes_and_bounded():
+def test_sources_recent_agents_counts_the_newest_by_scope_agent_and_session():
     for n in range(4):
         source_capture(
-            scope_id=f"scope-{n % 2}", source_id=f"p-{n}", content=str(n), metadata={"n": n}
+            scope_id=f"scope-{n % 2}",
+            source_id=f"p-{n}",
+            content=str(n),
+            metadata={"agent": "codex" if n else "x", "session_id": f"s-{n // 2}"},
         )
-    recent = sources_recent(name=CONTENT_SOURCE, limit=3)
-    assert [json.loads(row.payload_json)["metadata"]["n"] for row in recent] == [3, 2, 1]
-    assert [row.scope_id for row in recent] == ["scope-1", "scope-0", "scope-1"]
-    newest = SourceRecord.objects.get(source_id="p-3")
-    assert recent[0].captured_at == newest.created_at
-    assert sources_recent(name="file", limit=3) == []
+    # Distinct times, as captures made apart have (the test runs within one tick).
+    for n in range(4):
+        SourceRecord.objects.filter(source_id=f"p-{n}").update(
+            created_at=timezone.now() - timedelta(minutes=10 - n)
+        )
+    since = timezone.now() - timedelta(hours=1)
+
+    def counted(**kwargs):
+        groups = sources_recent_agents(name=CONTENT_SOURCE, **kwargs)
+        return sorted((g.scope_id, g.agent, g.session_key[:4], g.prompts) for g in groups)
+
+    key = {
+        n: sources.capture_agent({"agent": "codex", "session_id": f"s-{n}"})["session_key"][:4]
+        for n in (0, 1)
+    }
+    # The newest three: p-3 and p-1 (scope-1, sessions s-1 and s-0), p-2 (scope-0, s-1).
+    assert counted(since=since, limit=3) == sorted(
+        [
+            ("scope-1", "codex", key[1], 1),
+            ("scope-1", "codex", key[0], 1),
+            ("scope-0", "codex", key[1], 1),
+        ]
+    )
+    everything = counted(since=since, limit=10)
+    assert sum(group[3] for group in everything) == 4
+    assert ("scope-0", "other") in {group[:2] for group in everything}
+    assert counted(since=since - timedelta(days=1), limit=10) == everything
+    assert sources_recent_agents(name="file", since=since, limit=3) == []
+    later = timezone.now() + timedelta(seconds=1)
+    assert sources_recent_agents(name=CONTENT_SOURCE, since=later, limit=3) == []
 
 
 def test_artifact_revision_get_answers_one_revision_or_none():

@@ -94,3 +94,87 @@ def test_the_admins_view_site_link_lands_here(client):
     client.force_login(staff)
     assert 'href="/"' in client.get("/admin/").content.decode()
     assert client.get("/").status_code == 200
+
+
+def test_a_visitor_from_another_machine_sees_the_status_and_commands_but_no_counts(
+    client, settings, captured
+):
+    settings.POWERCONTEXT_API_TOKEN = "t0ken-never-shown"
+    settings.POWERCONTEXT_ALLOWED_HOSTS = ["pc.example.com"]
+    page = client.get("/", HTTP_HOST="pc.example.com", REMOTE_ADDR="192.0.2.7")
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "Status:" in body
+    assert "codex mcp add powercontext --url http://pc.example.com/mcp" in body
+    assert "Codex prompt" not in body
+    assert "session" not in body
+    assert "Shown to visitors on this machine" in body
+    # The same visitor signed in as staff sees them.
+    staff = get_user_model().objects.create_user("rita", password="x", is_staff=True)
+    client.force_login(staff)
+    body = client.get("/", HTTP_HOST="pc.example.com", REMOTE_ADDR="192.0.2.7").content.decode()
+    assert "2</strong>Codex prompts" in body
+
+
+def test_the_counts_never_read_a_captured_payload(client, captured):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        body = client.get("/").content.decode()
+    assert "2</strong>Codex prompts" in body
+    journal = [query["sql"] for query in queries if "powercontext_sourcerecord" in query["sql"]]
+    assert journal, "the counts come from the journal's table"
+    assert not any("payload" in sql for sql in journal), journal
+
+
+def test_a_capture_records_its_agent_kind_and_a_session_digest(captured):
+    from powercontext.models import SourceRecord
+
+    rows = {
+        row.source_id: (row.agent, row.session_key) for row in SourceRecord.objects.order_by("pk")
+    }
+    assert rows["prompt:1"][0] == rows["prompt:2"][0] == "codex"
+    assert rows["prompt:1"][1] == rows["prompt:2"][1] != rows["prompt:3"][1]
+    assert rows["prompt:3"][0] == "claude"
+    assert len(rows["prompt:1"][1]) == 16
+    assert "s-codex-1" not in rows["prompt:1"][1]
+    assert sources.capture_agent({"agent": "vim"}) == {"agent": "other", "session_key": ""}
+    assert sources.capture_agent(None) == {"agent": "other", "session_key": ""}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_fills_the_columns_of_captures_made_before_it():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("powercontext", "0004_source_journal_chain")]
+    after = [("powercontext", "0005_source_agent_columns")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("powercontext", "SourceRecord")
+    payloads = [
+        '{"content":"a","metadata":{"agent":"codex","session_id":"s-1"}}',
+        '{"content":"b","metadata":{"agent":"claude"}}',
+        '{"content":"c","metadata":{}}',
+        "not json",
+    ]
+    for position, payload in enumerate(payloads, start=1):
+        old.objects.create(
+            scope_id="s",
+            source_type="content",
+            source_id=f"p-{position}",
+            position=position,
+            payload=payload,
+            payload_hash="0" * 64,
+        )
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    from powercontext.models import SourceRecord
+
+    rows = list(SourceRecord.objects.order_by("position").values_list("agent", "session_key"))
+    assert [agent for agent, _ in rows] == ["codex", "claude", "other", "other"]
+    assert (
+        rows[0][1] == sources.capture_agent({"agent": "codex", "session_id": "s-1"})["session_key"]
+    )
+    assert [key for _, key in rows[1:]] == ["", "", ""]
