@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from django.db import DatabaseError, connection, transaction
 from django.utils.module_loading import import_string
 
-from powercontext import embeddings
+from powercontext import embedding as embeddings
 from powercontext.exceptions import PowerContextError
 from powercontext.fields import identity_text
 from powercontext.migration_operations import engine_of
