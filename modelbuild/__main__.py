@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import tempfile
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--into", type=Path, help="build into this directory instead")
     arguments = parser.parse_args(argv)
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # as the runtime does (model.py)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("modelbuild").setLevel(logging.INFO)  # not the quantiser's chatter
     for name in ("SIGTERM", "SIGHUP"):

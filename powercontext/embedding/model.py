@@ -106,6 +106,11 @@ class Embedder:
         :class:`EmbeddingModelMismatch` or :class:`EmbeddingModelUnloadable` with the
         reason."""
         started = time.perf_counter()
+        # ONNX Runtime (1.32 on Linux and macOS) reports telemetry unless told otherwise
+        # before it first loads: it writes a device id and an event store under
+        # ~/.cache/Microsoft/DeveloperTools and uploads events. The channel sends nothing
+        # anywhere and writes nothing; an operator's own setting wins.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         try:
             import numpy
             import onnxruntime
@@ -122,7 +127,7 @@ class Embedder:
         self.threads = threads or _threads()
         self._tokenizer = wordpiece.tokenizer(loaded.vocabulary, max_tokens)
         try:
-            self._session = _session(onnxruntime, loaded.weights, model, self.threads)
+            self._session = _session(onnxruntime, loaded.path, model, self.threads)
         except Exception as exc:  # onnxruntime raises its own types
             raise EmbeddingModelUnloadable(
                 f"ONNX Runtime {onnxruntime.__version__} cannot run {model.path}: {exc}"
@@ -258,8 +263,8 @@ class Embedder:
         )
 
 
-def _session(onnxruntime: Any, weights: bytes, model: ModelFile, threads: int) -> Any:
-    """An ONNX Runtime session of the model's (checked) bytes on the CPU."""
+def _session(onnxruntime: Any, path: Path, model: ModelFile, threads: int) -> Any:
+    """An ONNX Runtime session of the (checked) model file on the CPU."""
     options = onnxruntime.SessionOptions()
     # The int8 form runs each call on the thread that makes it, the calls side by side
     # (embed_documents): a pool of intra-op threads splitting one short text's small
@@ -279,7 +284,7 @@ def _session(onnxruntime: Any, weights: bytes, model: ModelFile, threads: int) -
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     return onnxruntime.InferenceSession(
-        weights,
+        str(path),
         sess_options=options,
         providers=["CPUExecutionProvider"],
         # The int8 form runs as its recipe says (the fusions round too).

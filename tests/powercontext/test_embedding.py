@@ -2,11 +2,14 @@
 deterministic, normalised; never derived or written at run time."""
 
 import hashlib
+import os
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,8 @@ import pytest
 from powercontext import embedding
 from powercontext.embedding import model_file
 from powercontext.embedding.model_file import FILES, Manifest, ModelFile
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +216,15 @@ def test_a_missing_model_file_or_manifest_is_a_clear_error(files):
         embedding.Embedder()
 
 
+def test_a_file_onnx_runtime_cannot_run_is_a_clear_error(tmp_path):
+    """One the caller vouches for (no recorded digest) that is no model at all: the
+    channel's own error with ONNX Runtime's reason, not ONNX Runtime's exception."""
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not an onnx model")
+    with pytest.raises(embedding.EmbeddingModelUnloadable, match=r"ONNX Runtime .* cannot run"):
+        embedding.Embedder(broken)
+
+
 def test_a_model_file_with_a_flipped_byte_is_refused_with_the_reason(files):
     """Finding 1 of issue 28: a damaged file loaded silently. Now it is never run."""
     manifest = Manifest.read()
@@ -300,6 +314,30 @@ def test_no_request_derives_writes_or_loads_the_model_again(
     assert ("is not the file this release records" in details[0]) is damaged
     assert sorted(tmp_path.rglob("*")) == before  # nothing written, no temporary directory
     assert blocked.read_text() == "not a directory"
+
+
+@pytest.mark.slow
+def test_loading_and_embedding_write_nothing_and_report_nothing(tmp_path):
+    """In a new process with empty home and cache directories (ONNX Runtime, unless told
+    not to before it loads, writes a telemetry device id and event store there and uploads
+    events): nothing is written."""
+    for name in ("home", "cache", "tmp"):
+        (tmp_path / name).mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "TMPDIR": str(tmp_path / "tmp"),
+    }
+    env.pop("ORT_DISABLE_TELEMETRY", None)
+    code = "from powercontext import embedding; embedding.embedder().embed_query('postgres')"
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, timeout=120)
+    written = [
+        path.relative_to(tmp_path)
+        for path in tmp_path.rglob("*")
+        if path.is_file() and path.name != ".ses"  # this environment's Python start-up file
+    ]
+    assert written == []
 
 
 def test_vectors_serialise_for_sqlite_vec_and_oceanbase():
