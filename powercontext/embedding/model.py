@@ -15,9 +15,9 @@ and of the vocabulary, so vectors stored under another identity are known to be 
 
 ``POWERCONTEXT_EMBEDDINGS=off`` switches the channel off (``enabled()``); a missing package
 or file raises :class:`EmbeddingModelMissing` with what to install, a file that is not the
-recorded one :class:`EmbeddingModelMismatch`. A load that failed so is not tried again by
-the process (its files do not change under it): every later ``embedder()`` raises the
-same reason at once.
+recorded one :class:`EmbeddingModelMismatch`. A load that failed is not tried again by the
+process: every later ``embedder()`` raises the same reason at once, without reading or
+hashing anything (a restart loads again).
 """
 
 from __future__ import annotations
