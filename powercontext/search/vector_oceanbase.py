@@ -68,7 +68,7 @@ from typing import Any, ClassVar
 
 from django.db import DataError, connection
 
-from powercontext.embeddings import to_oceanbase_vector
+from powercontext.embedding import to_oceanbase_vector
 from powercontext.search.indexes import SearchIndex
 from powercontext.search.vectors import (
     Damage,

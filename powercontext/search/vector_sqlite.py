@@ -52,7 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 from django.db import connection
 
-from powercontext.embeddings import to_sqlite_vec
+from powercontext.embedding import to_sqlite_vec
 from powercontext.search.indexes import SearchIndex
 from powercontext.search.vectors import (
     Damage,

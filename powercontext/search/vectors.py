@@ -4,7 +4,7 @@ Beside its full-text index, every declared index (``powercontext.search.indexes`
 says how to read its rows' documents (``SearchIndex.documents``) gets ``<name>_vec``:
 per row of the indexed table, keyed by the row key, the scope, the cited id and version
 the vector was computed from, and the embedding of the row's original text
-(``powercontext.embeddings``). Like the full-text index it is a projection, derived and
+(``powercontext.embedding``). Like the full-text index it is a projection, derived and
 rebuildable, never authoritative:
 
 - written with the row: the owning service embeds before its write transaction
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from django.db import DatabaseError, connection, transaction
 from django.utils.module_loading import import_string
 
-from powercontext import embeddings
+from powercontext import embedding as embeddings
 from powercontext.exceptions import PowerContextError
 from powercontext.fields import identity_text
 from powercontext.migration_operations import engine_of

@@ -4,7 +4,8 @@ From the bottom: the kernel (``powercontext``: Artifact revisions and heads, ana
 search, API plumbing), then the families ``memory``, ``experience`` and ``contextpack``
 (each may use the ones before it), then the composition root ``server`` (settings, URLs,
 the HTTP edge, serving, MCP; ``manage.py`` is its command line), which may import every
-layer, then ``bench``, which drives the product from outside as agents and operators do
+layer, then ``modelbuild``, which builds the embedding model file the kernel loads (the
+publisher's tool: nothing that serves imports it), then ``bench``, which drives the product from outside as agents and operators do
 and may use every other part of the tree.
 
 Beside the layers stand parts that import nothing else of the tree: ``hooks`` and the
@@ -28,7 +29,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # Lower index = lower layer. A module may import its own layer and the ones below.
-LAYERS = ("powercontext", "memory", "experience", "contextpack", "server", "bench")
+LAYERS = (
+    "powercontext",
+    "memory",
+    "experience",
+    "contextpack",
+    "server",
+    "modelbuild",
+    "bench",
+)
 # Each imports only itself; only the top layer (``bench``) imports them.
 STANDALONE = ("hooks", "plugins", "client", "scripts")
 PARTS = LAYERS + STANDALONE

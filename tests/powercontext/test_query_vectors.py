@@ -3,7 +3,7 @@ are embedded once, and a segment seen lately is not embedded again."""
 
 import pytest
 
-from powercontext import embeddings
+from powercontext import embedding
 from powercontext.search import hybrid
 
 
@@ -25,7 +25,7 @@ def test_a_segment_seen_lately_is_not_embedded_again_and_keeps_its_vector(calls)
         ["Which port does PostgreSQL use?"],
     ]
     assert second[1] is first[0]
-    model = embeddings.embedder()
+    model = embedding.embedder()
     for text, vector in zip(["Which port does PostgreSQL use?", instructions], second, strict=True):
         assert float(vector @ model.embed_query(text)) == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError, match="read-only"):  # shared by prompts: never changed
@@ -40,7 +40,7 @@ def test_a_repeated_segment_in_one_prompt_is_embedded_once(calls):
 
 def test_another_model_never_gets_the_kept_vectors(calls, monkeypatch):
     hybrid.query_vectors(["The deploy fails on Fridays."])
-    monkeypatch.setattr(embeddings.embedder(), "identity", "another-model")
+    monkeypatch.setattr(embedding.embedder(), "identity", "another-model")
     hybrid.query_vectors(["The deploy fails on Fridays."])
     assert calls == [["The deploy fails on Fridays."], ["The deploy fails on Fridays."]]
 

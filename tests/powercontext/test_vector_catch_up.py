@@ -105,3 +105,46 @@ def test_serve_embeds_missing_vectors_in_the_background_stops_and_goes_on(
     assert "PostgreSQL pool" in found["hits"][0]["text"]
     assert second.stop() == 0
     assert re.search(r"memory_activeentry vectors: .*embedding in the background", second.stderr)
+
+
+def _recorded_identity(tmp_path):
+    with sqlite3.connect(tmp_path / "powercontext.sqlite3") as db:
+        (identity,) = db.execute(
+            'SELECT model_identity FROM powercontext_vectorindexstate WHERE "index" = ?',
+            ["memory_activeentry"],
+        ).fetchone()
+    return identity
+
+
+def test_serve_re_embeds_the_vectors_of_another_model_in_the_background(
+    start_process,  # noqa: F811 - the fixture imported above
+    tmp_path,
+):
+    """An upgrade that changes the model's file changes its identity (the vectors of the
+    int8 form a machine derived for itself, before the committed one): every stored vector
+    is then another model's, and serve re-embeds them all while it answers. Here the
+    entries were embedded by the shipped form, another identity."""
+    subprocess.run(
+        [sys.executable, "-c", WRITE.replace(f"range({ENTRIES})", "range(40)")],
+        cwd=REPO_ROOT,
+        env=_env(tmp_path, POWERCONTEXT_EMBEDDING_FORM="shipped"),
+        check=True,
+        timeout=300,
+    )
+    old = _recorded_identity(tmp_path)
+    assert _stored(tmp_path) == 41
+
+    server, base_url, _ = _serve(start_process, tmp_path)
+    deadline = time.monotonic() + 120
+    while "memory_activeentry: ready" not in _ready_detail(base_url):
+        assert time.monotonic() < deadline, _ready_detail(base_url)
+        time.sleep(0.1)
+    assert _recorded_identity(tmp_path) != old
+    assert _stored(tmp_path) == 41
+    found = _post(
+        base_url,
+        "/v1/memory/search",
+        {"scope_id": SCOPE, "query": "database connection limit reached", "mode": "vector"},
+    )
+    assert "PostgreSQL pool" in found["hits"][0]["text"]
+    assert server.stop() == 0

@@ -12,7 +12,8 @@ from django.db import connection
 
 from memory import services as memory_services
 from memory.search_index import MEMORY_INDEX
-from powercontext import embeddings, maintenance
+from powercontext import embedding as embeddings
+from powercontext import maintenance
 from powercontext.migration_operations import engine_of
 from powercontext.search import vectors
 from powercontext.snapshot import read_snapshot

@@ -10,7 +10,7 @@ from django.db import connection
 
 from memory import services as memory_services
 from memory.search_index import MEMORY_INDEX
-from powercontext import embeddings
+from powercontext import embedding
 from powercontext.models import VectorIndexState
 from powercontext.search import vector_sqlite, vectors
 from powercontext.search.vectors import VectorRow
@@ -271,7 +271,7 @@ def test_a_table_of_the_old_layout_is_reported_never_written_and_rebuilt():
     assert current.state is vectors.State.LAYOUT_CHANGED
     assert "older layout" in current.detail
     assert "rebuild_index" in current.detail
-    query = embeddings.embedder().embed_query("postgres connections exhausted")
+    query = embedding.embedder().embed_query("postgres connections exhausted")
     with read_snapshot(), pytest.raises(vectors.VectorsNotReady):
         vectors.vector_match(MEMORY_INDEX, scope_id=SCOPE, query_vectors=[query], limit=5)
     # A write goes through (its vector is not written into the old table).

@@ -21,7 +21,8 @@ from experience.values import ArtifactRef, Proposal
 from memory import services as memory_services
 from memory.search_index import MEMORY_INDEX
 from memory.values import Citation
-from powercontext import embeddings, maintenance
+from powercontext import embedding, maintenance
+from powercontext.embedding import model as embedding_model
 from powercontext.migration_operations import engine_of
 from powercontext.models import ArtifactHead, VectorIndexState
 from powercontext.search import vectors
@@ -131,7 +132,7 @@ def family(request):
 
 
 def nearest(family, query=QUERY, scope_id=SCOPE, limit=5):
-    vector = embeddings.embedder().embed_query(query)
+    vector = embedding.embedder().embed_query(query)
     with read_snapshot():
         return vectors.vector_match(
             family.index, scope_id=scope_id, query_vectors=[vector], limit=limit
@@ -187,7 +188,7 @@ def test_several_query_vectors_find_each_row_by_the_one_it_is_nearest(family):
     to the segment nearest it, as the segment alone would find it."""
     postgres, invoices = family.add(POSTGRES), family.add(INVOICES)
     family.add(CSS)
-    model = embeddings.embedder()
+    model = embedding.embedder()
     asks = [model.embed_query(QUERY), model.embed_query("when are invoices sent to customers")]
     with read_snapshot():
         both = vectors.vector_match(family.index, scope_id=SCOPE, query_vectors=asks, limit=2)
@@ -207,7 +208,7 @@ def test_several_query_vectors_find_each_row_by_the_one_it_is_nearest(family):
 def test_the_engine_finds_each_rows_distance_to_the_nearest_vector_exactly():
     """The engine alone, on more rows than the answer: the k nearest to any of several
     vectors, each at its distance to the nearest one, as a brute force computes them."""
-    model = embeddings.embedder()
+    model = embedding.embedder()
     vectors._create(MEMORY_INDEX, model, replace=True)
     engine = vectors.vector_engine()
     rng = np.random.default_rng(16)
@@ -399,8 +400,8 @@ def test_a_model_change_is_detected_never_mixed_and_rebuild_reembeds_everything(
     family, monkeypatch
 ):
     first = family.add(POSTGRES)
-    real = embeddings.embedder()
-    monkeypatch.setattr(embeddings, "_embedder", OtherModel(real))
+    real = embedding.embedder()
+    monkeypatch.setattr(embedding_model, "_embedder", OtherModel(real))
     current = vectors.status(family.index)
     assert current.state is vectors.State.MODEL_CHANGED
     assert "model changed" in current.detail

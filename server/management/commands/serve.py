@@ -137,9 +137,9 @@ class Command(BaseCommand):
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             # The embedding model loads while the server starts listening, so the first
-            # prompt rarely waits for it (on a machine's first start it also derives the
-            # model's int8 form, a few seconds: powercontext/quantized_model.py). A
-            # request that comes first waits for this load rather than starting another.
+            # prompt rarely waits for it (under a second: the file is built ahead, only
+            # checked and loaded here). A request that comes first waits for this load
+            # rather than starting another.
             loading = threading.Thread(target=hybrid.can_embed, name="embedding-model")
             loading.start()
             if not no_vector_catch_up:

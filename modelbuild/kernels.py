@@ -1,4 +1,4 @@
-"""The derived int8 graph rewritten into ONNX Runtime's fused kernels: fewer passes, the same model.
+"""The int8 graph rewritten into ONNX Runtime's fused kernels: fewer passes, the same model.
 
 The exported all-MiniLM-L6-v2 graph spells each layer out in small operators (a reshape,
 a transpose, a scale, a mask, a softmax, a guard against NaN for each attention; a cast,
@@ -25,10 +25,10 @@ scaling, GELU's erf by another approximation), and the int8 activations turn a r
 difference into one level of a value here and there: the vectors move by cosine 0.9985 at
 worst over the 1,074 dev texts, and stay exactly as close to the shipped form's as before
 (mean cosine 0.99893, either graph). A 600-byte prompt's segments embed a quarter faster
-(22.4 against 30.9 ms on one thread, with ``quantized_model.SKIPPED_FUSIONS``). :func:`fuse`
+(22.4 against 30.9 ms on one thread, with ``quantize.SKIPPED_FUSIONS``). :func:`fuse`
 returns what it rewrote; a pattern it does not find is left as it is (the graph is then
-only slower), and ``quantized_model.derive`` compares the two graphs' outputs before it
-keeps the fused one.
+only slower), and ``quantize.fused`` compares the two graphs' outputs before it keeps the
+fused one.
 """
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ def _fuse_attention(graph: Any, heads: int) -> int:
 
 
 def _drop_float_channel_masks(graph: Any) -> int:
-    """The ``split_*_mask`` multiplications of ``quantized_model.prepare``."""
+    """The ``split_*_mask`` multiplications of ``quantize.prepare``."""
     count = 0
     for node in list(graph.node):
         if node.op_type == "Mul" and node.name.startswith("split_") and node.name.endswith("_mask"):
