@@ -35,7 +35,7 @@ def source_capture(
     position; the same id with a different payload raises SourceConflict. Positions are
     1, 2, 3, ... per scope with no gaps (a lost race for a position retries)."""
     payload = canonical_json({"content": content, "metadata": metadata or {}})
-    payload_hash = tagged_sha256(_PAYLOAD_DOMAIN, payload)
+    payload_hash = payload_digest(payload)
     for _attempt in range(_MAX_ATTEMPTS):
         existing = _existing(scope_id, source_id, payload_hash)
         if existing is not None:
@@ -57,6 +57,11 @@ def source_capture(
             # Another writer took this position or this id first: look again.
             continue
     raise RevisionConflict("Could not allocate a source position; retry.")
+
+
+def payload_digest(payload: str) -> str:
+    """The ``payload_hash`` of a stored payload (its canonical JSON text)."""
+    return tagged_sha256(_PAYLOAD_DOMAIN, payload)
 
 
 def _existing(scope_id: str, source_id: str, payload_hash: str) -> CapturedSource | None:
