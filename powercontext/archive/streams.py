@@ -18,13 +18,13 @@ for what one stream's verifier tells the next.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from django.apps import apps
-from django.db import models
+from django.db import connection, models
 from django.utils.module_loading import import_string
 
 # A field every auto-numbered table has: the database numbers rows anew on import, and
@@ -137,6 +137,16 @@ class Column:
             described["max_length"] = self.max_length
         return described
 
+    def to_database(self) -> Callable[[Any], Any]:
+        """How a decoded value becomes a query parameter: as it is, but a time, which
+        the connection adapts (UTC, as the model field would). One function per column
+        rather than the field's ``get_db_prep_save`` per value: a fifth of an import's
+        writing time went there."""
+        if self.kind != "datetime":
+            return _unchanged
+        adapt = connection.ops.adapt_datetimefield_value
+        return lambda value: None if value is None else adapt(value)
+
     def encode(self, value: Any) -> Any:
         """The value as the archive writes it (JSON)."""
         if value is None:
@@ -176,6 +186,10 @@ class Column:
         except ValueError:
             return None, f"{self.name} is not a valid time"
         return parsed, None
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 def _target(model_field: models.Field[Any, Any]) -> models.Field[Any, Any]:
