@@ -183,8 +183,18 @@ def bulk_memory(scope_id: str, entries: int, *, seed: int = 29) -> None:
 
     corpus = memories(seed)
     previous = GENESIS_HASH
+    versions: list[MemoryEntryVersion] = []
+    rows: list[MemoryManifestRow] = []
+    revisions: list[ArtifactRevision] = []
+
+    def flush() -> None:
+        MemoryEntryVersion.objects.bulk_create(versions, batch_size=500)
+        MemoryManifestRow.objects.bulk_create(rows, batch_size=500)
+        ArtifactRevision.objects.bulk_create(revisions, batch_size=500)
+        for written in (versions, rows, revisions):
+            written.clear()
+
     with transaction.atomic():
-        versions, rows, revisions = [], [], []
         for number in range(1, entries + 1):
             kind, text = next(corpus)
             entry_id, version_id = f"mem_ent_{number:032x}", f"mem_ver_{number:032x}"
@@ -238,9 +248,9 @@ def bulk_memory(scope_id: str, entries: int, *, seed: int = 29) -> None:
                 )
             )
             previous = digest
-        MemoryEntryVersion.objects.bulk_create(versions, batch_size=500)
-        MemoryManifestRow.objects.bulk_create(rows, batch_size=500)
-        ArtifactRevision.objects.bulk_create(revisions, batch_size=500)
+            if len(versions) == 5000:
+                flush()
+        flush()
         ArtifactHead.objects.create(
             scope_id=scope_id,
             family=MEMORY_FAMILY,

@@ -58,6 +58,8 @@ class Command(BaseCommand):
             )
         except ArchiveRefused as error:
             raise CommandError(f"Archive refused, nothing written: {error}") from None
+        except OSError as error:
+            raise CommandError(f"Cannot read the archive: {error}") from None
         except ImportFailed as error:
             committed = (
                 f" Scopes imported before it: {', '.join(map(describe_scope, error.imported))}."
