@@ -8,12 +8,11 @@ revision's changes equal the rows it opens and closes) ``memory.integrity`` chec
 the imported rows before they are committed.
 """
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from memory.models import ManifestState
-from memory.services import content_hash
+from memory.models import ManifestState, MemoryEntryVersion
+from memory.services import version_verifies
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.archive.kernel import CHAINS
 from powercontext.archive.streams import Stream, register_left_out, register_stream
@@ -58,16 +57,8 @@ class EntryVersions:
         self.previous: tuple[str, int, str] | None = None  # (entry, version, version id)
 
     def row(self, values: Mapping[str, Any]) -> str | None:
-        try:
-            expected = content_hash(
-                kind=values["kind"],
-                text=values["text"],
-                source_refs=json.loads(values["source_refs"]),
-                artifact_refs=json.loads(values["artifact_refs"]),
-            )
-        except ValueError:
-            return "source_refs or artifact_refs is not JSON"
-        if expected != values["content_hash"]:
+        # The rule every path into the projection applies, whatever it becomes.
+        if not version_verifies(MemoryEntryVersion(**values)):
             return "content_hash does not match its content"
         entry, number = values["entry_id"], values["version"]
         previous = self.previous

@@ -124,7 +124,8 @@ def archive(history, tmp_path):
 @pytest.fixture(scope="module")
 def sealed(django_db_setup, django_db_blocker, tmp_path_factory):
     """The hostile history's archive, made once for the tests that only read it (in a
-    transaction rolled back afterwards)."""
+    transaction rolled back afterwards). Those tests are marked ``django_db`` all the
+    same: pytest-django sets the test database up only for a session that has one."""
     path = tmp_path_factory.mktemp("sealed") / "archive.jsonl"
     with django_db_blocker.unblock(), transaction.atomic():
         group, _ = Group.objects.get_or_create(name=services.REVIEWER_GROUP)
@@ -268,6 +269,7 @@ def test_an_archive_changed_between_the_two_passes_is_not_written(archive, tmp_p
 # -- refusals ------------------------------------------------------------------------------
 
 
+@pytest.mark.django_db
 def test_a_one_byte_change_anywhere_is_refused_naming_its_line(sealed, tmp_path):
     data = sealed.read_bytes()
     rng = random.Random(29)
@@ -294,6 +296,7 @@ def test_a_one_byte_change_anywhere_is_refused_naming_its_line(sealed, tmp_path)
         assert refused.value.line == line_of(starts, offset), (offset, str(refused.value))
 
 
+@pytest.mark.django_db
 def test_a_cut_archive_is_refused(sealed, tmp_path):
     data = sealed.read_bytes()
     target = tmp_path / "cut.jsonl"
@@ -367,6 +370,7 @@ def forgeries():
     ]
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     ("change", "message"), forgeries(), ids=lambda item: getattr(item, "__name__", "")
 )
@@ -380,6 +384,7 @@ def test_a_forgery_with_recomputed_digests_is_refused_by_the_chains(
     assert refused.value.line is not None
 
 
+@pytest.mark.django_db
 def test_an_archive_of_another_format_version_is_refused(sealed, tmp_path):
     forged = tmp_path / "forged.jsonl"
 
