@@ -220,6 +220,8 @@ class Completed:
     stderr: str
     seconds: float
     peak_rss_kib: int
+    # User plus system CPU time of the child: on a shared machine, what the work cost.
+    cpu_seconds: float = 0.0
 
 
 def run(store: Store, args: list[str], *, timeout: float = 900) -> Completed:
@@ -244,7 +246,14 @@ def run(store: Store, args: list[str], *, timeout: float = 900) -> Completed:
         seconds = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
-        return Completed(process.returncode, out.read(), err.read(), seconds, usage.ru_maxrss)
+        return Completed(
+            process.returncode,
+            out.read(),
+            err.read(),
+            seconds,
+            usage.ru_maxrss,
+            usage.ru_utime + usage.ru_stime,
+        )
 
 
 def manage(store: Store, *args: str, timeout: float = 900) -> Completed:

@@ -7,11 +7,13 @@ class ExperienceConfig(AppConfig):
     verbose_name = "Experience review"
 
     def ready(self) -> None:
+        from experience import archive
         from experience.search_index import EXPERIENCE_INDEX
         from powercontext.capabilities import register_family
         from powercontext.maintenance import Family, register
         from powercontext.search.indexes import register_index
 
+        archive.register()
         register_family("experience")
         register_index(EXPERIENCE_INDEX)
         register(

@@ -6,11 +6,13 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
+        from memory import archive
         from memory.search_index import MEMORY_INDEX
         from powercontext.capabilities import register_family
         from powercontext.maintenance import Family, register
         from powercontext.search.indexes import register_index
 
+        archive.register()
         register_family("memory")
         register_index(MEMORY_INDEX)
         register(

@@ -9,3 +9,7 @@ class PowerContextConfig(AppConfig):
     def ready(self):
         # Registers the bearer scheme with drf-spectacular.
         from powercontext.api import schema  # noqa: F401
+        from powercontext.archive import kernel
+
+        # The kernel's archive streams come first: the families' rows refer to them.
+        kernel.register()

@@ -5,7 +5,8 @@ search, API plumbing), then the families ``memory``, ``experience`` and ``contex
 (each may use the ones before it), then the composition root ``server`` (settings, URLs,
 the HTTP edge, serving, MCP; ``manage.py`` is its command line), which may import every
 layer, then ``modelbuild``, which builds the embedding model file the kernel loads (the
-publisher's tool: nothing that serves imports it), then ``bench``, which drives the product from outside as agents and operators do
+publisher's tool: nothing that serves imports it), then ``bench``, which drives the
+product from outside as agents and operators do
 and may use every other part of the tree.
 
 Beside the layers stand parts that import nothing else of the tree: ``hooks`` and the

@@ -1,0 +1,133 @@
+"""The archive's lines and digests (docs/portability.md, "Lines and digests").
+
+An archive is JSON Lines: every line is exactly
+
+    {"digest":"<64 lowercase hex>","record":<body>}\\n
+
+where ``<body>`` is one JSON object (a record) written with sorted keys, no spaces and
+every character outside ASCII escaped (so no line reader ever meets a raw U+2028, NUL or
+invalid text), and the digest is ``sha256(previous digest || body)``, the previous
+digest of the first line being ``GENESIS``. Each digest covers every byte before it, so
+the first line whose digest does not recompute is the first record that was altered,
+removed or inserted, and a reader can name it.
+
+Standard library only: the format is read and written without Django.
+"""
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+FORMAT = "powercontext-archive"
+VERSION = 2
+GENESIS = hashlib.sha256(FORMAT.encode("ascii") + b"\x00").digest()
+
+_PREFIX = b'{"digest":"'
+_MIDDLE = b'","record":'
+_SUFFIX = b"}\n"
+_HEX = re.compile(rb"[0-9a-f]{64}")
+_BODY_START = len(_PREFIX) + 64 + len(_MIDDLE)
+
+
+class ArchiveRefused(Exception):
+    """The archive cannot be read or imported. ``line`` is the 1-based line of the first
+    bad record (None for a fault of the archive as a whole or of the target)."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        self.line = line
+        self.reason = message
+        super().__init__(message if line is None else f"line {line}: {message}")
+
+
+def body_of(record: dict[str, Any]) -> bytes:
+    """A record's one canonical serialization."""
+    return json.dumps(
+        record, ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False
+    ).encode("ascii")
+
+
+def seal(previous: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """(this line's digest, the whole line) for ``body`` after a line of digest
+    ``previous``."""
+    digest = hashlib.sha256(previous + body).digest()
+    return digest, _PREFIX + digest.hex().encode("ascii") + _MIDDLE + body + _SUFFIX
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int
+    digest: bytes
+    body: bytes
+    record: dict[str, Any]
+    raw: bytes
+
+
+def unseal(previous: bytes, number: int, raw: bytes, *, strict: bool = True) -> Line:
+    """Check one line against the digest before it and parse its record.
+
+    Raises ArchiveRefused naming ``number``: a line cut short, a line not of the
+    archive's shape, a digest that does not recompute (this record was altered, or one
+    before it removed or inserted), a body that is not one JSON object. With ``strict``
+    the body must also be the record's canonical serialization (one spelling per record:
+    no duplicate keys, no other escapes); the writing pass, which re-reads bytes already
+    checked so, leaves that out.
+    """
+    if not raw.endswith(b"\n"):
+        raise ArchiveRefused("the line is cut off (no end of line): truncated", line=number)
+    if not (raw.startswith(_PREFIX) and raw.endswith(_SUFFIX) and len(raw) > _BODY_START + 2):
+        raise ArchiveRefused("not an archive line", line=number)
+    stated = raw[len(_PREFIX) : len(_PREFIX) + 64]
+    if not _HEX.fullmatch(stated) or raw[len(_PREFIX) + 64 : _BODY_START] != _MIDDLE:
+        raise ArchiveRefused("not an archive line (its digest is malformed)", line=number)
+    body = raw[_BODY_START : -len(_SUFFIX)]
+    digest = hashlib.sha256(previous + body).digest()
+    if digest.hex().encode("ascii") != stated:
+        raise ArchiveRefused(
+            "digest does not match: this record was altered, or one before it was "
+            "removed or inserted",
+            line=number,
+        )
+    try:
+        record = json.loads(body, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ArchiveRefused(f"the record is not JSON ({error})", line=number) from None
+    if not isinstance(record, dict):
+        raise ArchiveRefused("the record is not a JSON object", line=number)
+    if strict and body_of(record) != body:
+        raise ArchiveRefused("the record is not in its canonical form", line=number)
+    return Line(number, digest, body, record, raw)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def raw_lines(file: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes with their end of line) of each line; the last may lack
+    its end of line (``unseal`` then says it was cut off)."""
+    return enumerate(file, start=1)
+
+
+class Writer:
+    """Writes sealed records to ``file``, keeping the digests the closing manifest
+    states: the chain, the whole file's sha256 and each stream's."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.previous = GENESIS
+        self.whole = hashlib.sha256()
+        self.lines = 0
+        self.bytes = 0
+
+    def write(self, record: dict[str, Any]) -> bytes:
+        """Seal and write ``record``; returns its body (what stream digests cover)."""
+        body = body_of(record)
+        self.previous, line = seal(self.previous, body)
+        self.file.write(line)
+        self.whole.update(line)
+        self.lines += 1
+        self.bytes += len(line)
+        return body
