@@ -169,7 +169,7 @@ class Bench:
         from powercontext.search.policy import CANDIDATE_POOL, plan_search
         from powercontext.search.ranking import rank
         from powercontext.search.sqlite import match_expression
-        from powercontext.term_counts import TermCounts
+        from powercontext.search.term_counts import TermCounts
 
         queries = load_queries(self.args.queries)
         raw = sqlite3.connect(settings.DATABASES["default"]["NAME"])

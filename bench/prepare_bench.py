@@ -95,7 +95,7 @@ def plans(prompts: list[str]) -> list[tuple[str, str | None]]:
     from powercontext import analyzer
     from powercontext.search.policy import recurring_terms, select_terms
     from powercontext.search.sqlite import match_expression
-    from powercontext.term_counts import TermCounts
+    from powercontext.search.term_counts import TermCounts
 
     result = []
     for prompt in prompts:

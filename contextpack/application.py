@@ -47,8 +47,8 @@ from powercontext.search import SearchInconsistent, hybrid
 from powercontext.search.hybrid import Considered
 from powercontext.search.policy import countable_terms, term_decisions
 from powercontext.search.query import Query
+from powercontext.search.term_counts import TermCounts
 from powercontext.snapshot import read_snapshot
-from powercontext.term_counts import TermCounts
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
 _BUILDER = PreparedContextBuilder()

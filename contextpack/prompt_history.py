@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from django.db import connection
 
 from contextpack.serializers import QUERY_MAX_CHARS
-from powercontext import analyzer
 from powercontext.models import SourceRecord
+from powercontext.search import analyzer
 from powercontext.search.policy import PROMPT_HISTORY
 from powercontext.sources import CONTENT_SOURCE
 

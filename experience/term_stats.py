@@ -1,13 +1,13 @@
 """Per-scope term document frequencies of the approved Experience heads
 (``ExperienceTermStat``), kept in the approval transaction so a read snapshot sees counts
 that agree with the index it searches. Same rules as Memory's
-(``powercontext.term_counts``)."""
+(``powercontext.search.term_counts``)."""
 
 from collections import defaultdict
 from collections.abc import Iterable
 
 from experience.models import ExperienceTermStat
-from powercontext.term_counts import TermCounts, expected_counts
+from powercontext.search.term_counts import TermCounts, expected_counts
 
 TERM_COUNTS = TermCounts(ExperienceTermStat)
 _counts = TERM_COUNTS

@@ -5,9 +5,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from powercontext import analyzer
 from powercontext.exceptions import InvalidRequest
 from powercontext.refs import ArtifactRef, SourceRef
+from powercontext.search import analyzer
 
 EXPERIENCE_FAMILY = "experience"
 PROPOSAL_FIELDS = ("situation", "action", "outcome", "lesson")

@@ -36,8 +36,8 @@ from powercontext.maintenance import CheckResult
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction_log import MEMORY_VERSION, latest_digests
 from powercontext.search import search_engine
+from powercontext.search.term_counts import DOCUMENTS_TERM, expected_counts
 from powercontext.snapshot import read_snapshot
-from powercontext.term_counts import DOCUMENTS_TERM, expected_counts
 
 _CHUNK = 2000
 # (entry_id, entry_version_id, state) of a manifest row.

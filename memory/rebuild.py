@@ -39,7 +39,7 @@ from memory.search_index import MEMORY_INDEX
 from memory.services import projection_values, version_verifies
 from powercontext.maintenance import Progress, RebuildReport
 from powercontext.search import search_engine
-from powercontext.term_counts import expected_counts
+from powercontext.search.term_counts import expected_counts
 
 # The projection columns a rebuild compares and writes (besides scope and entry ids).
 PROJECTED_FIELDS = ("entry_version_id", "kind_text_hash", "scope_token", "searchable_text")

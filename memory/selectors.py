@@ -34,8 +34,8 @@ from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import IndexHit, SearchInconsistent, hybrid, vectors
 from powercontext.search.hybrid import Considered
 from powercontext.search.query import Query, judged
+from powercontext.search.term_counts import TermCounts
 from powercontext.snapshot import read_snapshot
-from powercontext.term_counts import TermCounts
 
 # A list page stops before the entry that would take its entries past this many bytes
 # (text, kind and references, UTF-8), and always holds at least one entry: 1000 entries

@@ -42,7 +42,6 @@ from memory.values import (
     normalize_kind,
     normalize_text,
 )
-from powercontext import analyzer
 from powercontext.artifacts import (
     HeadMoved,
     canonical_json,
@@ -53,8 +52,8 @@ from powercontext.artifacts import (
 )
 from powercontext.exceptions import PowerContextError, RevisionConflict
 from powercontext.redaction import Redactions
-from powercontext.search import scope_token, vectors
-from powercontext.term_counts import TermCounts
+from powercontext.search import analyzer, scope_token, vectors
+from powercontext.search.term_counts import TermCounts
 
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
 # Enough for heavy contention on one scope; each retry starts from a fresh read.

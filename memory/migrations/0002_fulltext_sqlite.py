@@ -1,7 +1,7 @@
 """The full-text index over the active-entry projection, on SQLite (FTS5).
 
 External-content FTS5 table kept in step by triggers, so every change to the projection
-reaches the index in the same transaction. Tokens come from powercontext.analyzer already
+reaches the index in the same transaction. Tokens come from powercontext.search.analyzer already
 split by spaces; unicode61 with "_" as a token character and diacritics kept splits that
 text exactly at the spaces (marks are token characters, as in the analyzer, so words of
 scripts with combining vowel signs stay whole). Term document frequencies live in

@@ -2,7 +2,7 @@
 
 Each channel scores on its own scale (weighted BM25, cosine similarity), so each is
 scaled to 0..1 within the query before they are averaged: per-query min-max averaging,
-which beat reciprocal-rank fusion on LoCoMo for every model tried (docs/relevance.md).
+which beat reciprocal-rank fusion on LoCoMo for every model tried (docs/relevance-history.md).
 The lexical scale keeps 0 as "no match" (BM25 of a candidate is positive, so it is
 scaled by the best one); the semantic one is stretched between the pool's weakest and
 best similarity, because every candidate is "similar" to some degree.

@@ -36,7 +36,7 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from powercontext.analyzer import stem
+from powercontext.search.analyzer import stem
 
 # A term in more than this share of documents is left out of the first candidate query
 # (it still weighs in the score, and is searched when the rarer terms find nothing).

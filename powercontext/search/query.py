@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from powercontext import analyzer
-from powercontext.search import hybrid, relevance
+from powercontext.search import analyzer, hybrid, relevance
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
-from powercontext.term_counts import TermCounts
+from powercontext.search.term_counts import TermCounts
 
 
 @dataclass(frozen=True)

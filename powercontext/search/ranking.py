@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 from powercontext.search.policy import STOP_TERMS
 
 # BM25's usual constants (FTS5's too).
@@ -34,7 +34,7 @@ RECURRING_SEGMENT_SHARE = 0.5
 
 # How many segments of a prompt the semantic channel embeds and searches, at most (one
 # embedding call for all, one nearest-rows query each). Measured on both dev sets (docs/
-# relevance.md §7): 8 keeps LoCoMo's wrapped questions apart from their template (6 joined
+# relevance-history.md §7): 8 keeps LoCoMo's wrapped questions apart from their template (6 joined
 # them: 57.7 % against 65.9 % cold).
 MAX_SEMANTIC_SEGMENTS = 8
 

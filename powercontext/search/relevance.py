@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 from powercontext.search.policy import STOP_TERMS
 
 # A candidate proposed by meaning alone needs this cosine, and to be within

@@ -13,7 +13,7 @@ row), written by the owning service in its transaction. Quirks that bite:
   passed as a bound parameter.
 - bm25() is "lower is better" and negative; hits are returned with ``-bm25`` so higher is
   better, as the interface promises.
-- Tokens come from powercontext.analyzer already split by spaces; unicode61 with "_" as a
+- Tokens come from powercontext.search.analyzer already split by spaces; unicode61 with "_" as a
   token character and diacritics kept splits that text exactly at the spaces (marks are
   token characters, as in the analyzer, so words of scripts with combining vowel signs
   stay whole).

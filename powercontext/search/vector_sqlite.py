@@ -18,7 +18,7 @@ vectors (a query's, or each of a prompt's segments') in two steps:
 
 So the answer is in exact cosine order; it can miss a row only when the row is among the
 ``k`` nearest by cosine but not among the candidates, which on real embeddings was under
-1 % of the top 50 (docs/relevance.md, "Vectors on SQLite"); a scope of no more rows than
+1 % of the top 50 (docs/relevance-history.md, "Vectors on SQLite"); a scope of no more rows than
 the candidates is searched exactly, step 1 skipped. Three levels, not signs alone: sign bits
 (``vec_quantize_binary``) needed four times as many candidates for the same overlap, and
 rescoring, a row lookup each, is the costly step. All the vectors in one pass, not one
@@ -66,7 +66,7 @@ from powercontext.search.vectors import (
 )
 
 # Candidates by code per row asked for, and their least number, and the code's middle
-# level (see the module's docstring; chosen on real embeddings, docs/relevance.md).
+# level (see the module's docstring; chosen on real embeddings, docs/relevance-history.md).
 COARSE_FACTOR = 16
 COARSE_MIN = 512
 LEVEL = 0.45

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 from powercontext.search.policy import plan_search
 from powercontext.search.ranking import rank
 

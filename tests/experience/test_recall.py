@@ -8,9 +8,9 @@ from django.db import connection
 from contextpack.builder import ArtifactRef, PreparedContextBuilder
 from experience.rebuild import experience_rebuild
 from experience.selectors import experience_search_at
-from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
 from powercontext.search import SearchInconsistent
+from powercontext.search.analyzer import query_terms
 from powercontext.search.query import Query
 from tests.conftest import engine, sqlite_only
 from tests.experience.conftest import SCOPE, integrity_problems, proposal

@@ -195,7 +195,7 @@ def _forge_lesson(artifact):
 
 def _experience_hits(query, scope_id="scope-a"):
     from experience.selectors import experience_search_at
-    from powercontext.analyzer import query_terms
+    from powercontext.search.analyzer import query_terms
 
     return [
         hit.lesson

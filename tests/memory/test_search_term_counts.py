@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from memory import services
 from memory.models import MemoryTermStat
 from memory.selectors import memory_head, memory_search_at
-from powercontext.analyzer import query_terms
+from powercontext.search.analyzer import query_terms
 from powercontext.search.policy import STOP_WORDS, countable_terms, plan_search
 from powercontext.search.query import Query
 

@@ -7,7 +7,7 @@ from importlib import import_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 
 # The tokenizer the Memory index is created with (migration memory.0002).
 MEMORY_TOKENIZER = re.search(

@@ -13,8 +13,8 @@ from experience.models import ExperienceTermStat
 from experience.selectors import experience_search_at
 from experience.values import Proposal
 from memory.models import MemoryTermStat
-from powercontext.analyzer import query_terms
 from powercontext.models import ArtifactHead
+from powercontext.search.analyzer import query_terms
 from powercontext.search.query import Query
 from tests.conftest import sqlite_only
 from tests.experience.conftest import SOURCE, capture_source, proposal

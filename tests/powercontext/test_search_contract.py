@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from experience import services as experience_services
-from powercontext import analyzer, search
-from powercontext.search import IndexRow, SearchIndex, channel_engine, channels
+from powercontext import search
+from powercontext.search import IndexRow, SearchIndex, analyzer, channel_engine, channels
 from powercontext.search.indexes import declared_indexes
 from tests.conftest import ApiClient
 from tests.experience.conftest import SOURCE, capture_source, proposal

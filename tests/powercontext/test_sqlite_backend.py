@@ -14,7 +14,7 @@ from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 from server import config
 
 pytestmark = pytest.mark.skipif(
