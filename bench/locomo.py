@@ -188,7 +188,7 @@ class NaiveBaseline:
         from memory.search_index import MEMORY_INDEX
         from memory.selectors import memory_head
         from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
-        from powercontext import analyzer
+        from powercontext.search import analyzer
         from powercontext.search.sqlite import SqliteSearchEngine
         from powercontext.snapshot import read_snapshot
 

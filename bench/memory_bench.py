@@ -165,7 +165,7 @@ class Bench:
 
         from memory.models import MemoryTermStat
         from memory.search_index import MEMORY_INDEX
-        from powercontext import analyzer
+        from powercontext.search import analyzer
         from powercontext.search.policy import CANDIDATE_POOL, plan_search
         from powercontext.search.ranking import rank
         from powercontext.search.sqlite import match_expression

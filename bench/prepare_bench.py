@@ -92,7 +92,7 @@ def plans(prompts: list[str]) -> list[tuple[str, str | None]]:
     from contextpack.prompt_history import recent_prompt_terms
     from memory.models import MemoryTermStat
     from memory.search_index import MEMORY_INDEX
-    from powercontext import analyzer
+    from powercontext.search import analyzer
     from powercontext.search.policy import recurring_terms, select_terms
     from powercontext.search.sqlite import match_expression
     from powercontext.search.term_counts import TermCounts

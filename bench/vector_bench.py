@@ -190,8 +190,7 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
     from contextpack.builder import MEMORY_WINDOW
     from memory.search_index import MEMORY_INDEX
     from memory.selectors import memory_head, memory_search_at
-    from powercontext import analyzer
-    from powercontext.search import hybrid
+    from powercontext.search import analyzer, hybrid
     from powercontext.search.policy import CANDIDATE_POOL
     from powercontext.search.query import Query
     from powercontext.search.ranking import query_segments, semantic_segments

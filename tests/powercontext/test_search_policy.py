@@ -72,7 +72,7 @@ def test_ties_keep_the_query_order():
 
 
 def test_every_stop_word_is_a_stop_term_in_the_form_the_analyzer_gives():
-    from powercontext import analyzer
+    from powercontext.search import analyzer
 
     for word in STOP_WORDS:
         (token,) = analyzer.query_terms(word)
