@@ -438,9 +438,10 @@ def next_steps(agent: str, uninstall: bool) -> list[str]:
     ]
     if agent == "codex":
         steps += [
-            "Start Codex and run /hooks: review the PowerContext UserPromptSubmit hook and"
-            " trust it. Codex skips an untrusted hook without a word (and in `codex exec`"
-            " there is no prompt to trust it), so this step is required.",
+            "Trust the hook: in Codex's /hooks, or without the TUI with"
+            f" {doctor} --agent codex --trust-codex-hook. Codex skips an untrusted hook"
+            " without a word (and `codex exec` has no prompt to trust it), so this step is"
+            " required.",
             "Hooks need a recent Codex (they are on by default there); if your config.toml"
             " sets [features] hooks = false, turn it back on. A project .codex/hooks.json"
             " loads only in a project Codex trusts.",
