@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
-from powercontext import origin_policy, startup
+from powercontext import memory_release, origin_policy, startup
 from powercontext.config import protect_sqlite_files
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
@@ -131,6 +131,9 @@ class Command(BaseCommand):
             protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
         loading: threading.Thread | None = None
         catching_up: CatchUp | None = None
+        # Before any thread allocates: docs/RELIABILITY.md, "Memory at rest".
+        memory_release.limit_arenas()
+        releaser = memory_release.Releaser().start()
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             # The embedding model loads while the server starts listening, so the first
@@ -142,7 +145,7 @@ class Command(BaseCommand):
             if not no_vector_catch_up:
                 catching_up = CatchUp()
                 catching_up.start()
-            application = get_internal_wsgi_application()
+            application = memory_release.releasing(get_internal_wsgi_application(), releaser)
             try:
                 server = Server(
                     application,
@@ -168,6 +171,7 @@ class Command(BaseCommand):
         finally:
             # ONNX Runtime aborts the process if it is still loading or running the model
             # when Python exits.
+            releaser.stop()
             if catching_up is not None:
                 catching_up.stop()
             if loading is not None:
