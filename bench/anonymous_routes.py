@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import statistics
 import sys
 import tempfile
@@ -71,27 +70,6 @@ for n in range({prompts}):
 """
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time ``pid`` has used so far (its threads included), from
-    /proc/<pid>/stat: what a request costs the server, whatever else the machine runs."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_idle(pid: int, *, most: float = 60.0) -> None:
-    """Until ``pid`` used under 20 ms of CPU in half a second (a started server loads its
-    embedding model in the background), ``most`` seconds at most."""
-    deadline = time.monotonic() + most
-    before = cpu_seconds(pid)
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        now = cpu_seconds(pid)
-        if now - before < 0.02:
-            return
-        before = now
-
-
 def get(host: str, port: int, path: str, timeout: float = 60.0) -> tuple[int, int, float]:
     """(status, body bytes, seconds) of one GET on a new connection."""
     started = time.perf_counter()
@@ -121,14 +99,14 @@ def run(args: argparse.Namespace) -> dict:
             raise RuntimeError(done.stderr[-2000:])
         capture_seconds = time.perf_counter() - started
         with served.ServerProcess(store) as server:
-            wait_idle(server.pid)
+            served.wait_idle(server.pid)
             idle = served.memory_of(server.pid)["VmRSS"]
             routes = []
             for path, expected in ROUTES:
                 get(server.host, server.port, path)  # warm: a first call may fill a cache
-                cpu = cpu_seconds(server.pid)
+                cpu = served.cpu_seconds(server.pid)
                 answers = [get(server.host, server.port, path) for _ in range(args.repeat)]
-                cpu = cpu_seconds(server.pid) - cpu
+                cpu = served.cpu_seconds(server.pid) - cpu
                 seconds = [answer[2] for answer in answers]
                 routes.append(
                     {

@@ -296,6 +296,27 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time ``pid`` has used so far (its threads included), from
+    /proc/<pid>/stat: what a request costs the server, whatever else the machine runs."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_idle(pid: int, *, most: float = 60.0) -> None:
+    """Until ``pid`` used under 20 ms of CPU in half a second (a started server loads its
+    embedding model in the background), ``most`` seconds at most."""
+    deadline = time.monotonic() + most
+    before = cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = cpu_seconds(pid)
+        if now - before < 0.02:
+            return
+        before = now
+
+
 class MemorySampler:
     """Samples a process's resident memory every ``interval`` seconds on a thread.
 

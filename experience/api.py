@@ -155,7 +155,8 @@ class CandidateListView(ApiView):
         description="The scope's candidates with one `status` (`pending` by default), "
         "newest first (ties by candidate id). A page holds at most `limit` candidates and "
         "stops before the one that would take its candidates past 1 MiB (proposal, reasons "
-        "and references, in UTF-8 bytes); it always holds at least one. `next_cursor` is "
+        "and references, as this response's JSON carries them, escapes included); it always "
+        "holds at least one. `next_cursor` is "
         "opaque, null on the last page, and valid only with the same filters. Errors: 422 "
         "`invalid_request` for a bad field or a cursor issued for other filters.",
     )

@@ -26,6 +26,7 @@ from experience.values import (
     Proposal,
     experience_ref,
 )
+from powercontext.api.renderers import json_text_bytes
 from powercontext.artifacts import revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import ArtifactNotFound, InvalidRequest
@@ -119,7 +120,8 @@ def _filters_key(scope_id: str, status: str, family: str | None) -> str:
 
 
 # A list page stops before the candidate that would take its candidates past this many
-# bytes (proposal, reasons and references, UTF-8), and always holds at least one:
+# bytes (proposal, reasons and references, as the response's JSON carries them, escapes
+# included), and always holds at least one:
 # 100 candidates of four 8,000-character fields could otherwise make one response of
 # over 10 MB (docs/RELIABILITY.md, "Bounded responses").
 LIST_PAGE_BYTES = 1024 * 1024
@@ -132,12 +134,14 @@ def _version_bytes(candidate: Candidate, version: CandidateVersion) -> int:
         version.action,
         version.outcome,
         version.lesson,
-        version.source_refs,  # kept as JSON text: its length is what the response carries
-        version.artifact_refs,
         version.reason or "",
         candidate.decision_reason or "",
     )
-    return sum(len(text.encode()) for text in texts)
+    # As the response carries them: JSON-escaped; the references are JSON text already.
+    references = (version.source_refs, version.artifact_refs)
+    return sum(json_text_bytes(text) for text in texts) + sum(
+        len(text.encode()) for text in references
+    )
 
 
 def candidate_list(

@@ -143,9 +143,10 @@ class MemoryEntriesListView(ApiView):
         examples=[examples.LIST_REQUEST],
         description="The entries at the scope's Memory head, ordered by entry id, active only "
         "unless `include_inactive`. A page holds at most `limit` entries and stops before the "
-        "entry that would take its entries past 1 MiB (text, kind and references, in UTF-8 "
-        "bytes); it always holds at least one entry. Pass `next_cursor` back as `cursor` "
-        "(with the same filters) until it is `null`; the next page is read at the same "
+        "entry that would take its entries past 1 MiB (text, kind and references, as this "
+        "response's JSON carries them, escapes included); it always holds at least one "
+        "entry. Pass `next_cursor` back as `cursor` (with the same filters) until it is "
+        "`null`; the next page is read at the same "
         "revision. Errors: 422 `invalid_request` for a bad field or a cursor issued for other "
         "filters or another scope.",
     )

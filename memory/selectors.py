@@ -25,6 +25,7 @@ from memory.values import (
     MemorySearchResult,
     memory_ref,
 )
+from powercontext.api.renderers import json_text_bytes
 from powercontext.artifacts import head_revision, revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import ArtifactNotFound, CapabilityNotSupported, InvalidRequest
@@ -38,9 +39,9 @@ from powercontext.search.term_counts import TermCounts
 from powercontext.snapshot import read_snapshot
 
 # A list page stops before the entry that would take its entries past this many bytes
-# (text, kind and references, UTF-8), and always holds at least one entry: 1000 entries
-# of 8 KiB would otherwise make one response of 10 to 20 MB (docs/RELIABILITY.md,
-# "Bounded responses").
+# (text, kind and references, as the response's JSON carries them, escapes included),
+# and always holds at least one entry: 1000 entries of 8 KiB would otherwise make one
+# response of 10 to 48 MB (docs/RELIABILITY.md, "Bounded responses").
 LIST_PAGE_BYTES = 1024 * 1024
 _TERM_COUNTS = TermCounts(MemoryTermStat)
 
@@ -161,10 +162,11 @@ def memory_entries_list(
 
 
 def _entry_bytes(version: MemoryEntryVersion) -> int:
-    # The references are kept as JSON text: their length is what the response carries.
+    # As the response carries them: the text and kind JSON-escaped (a control character
+    # takes six bytes), the references kept as JSON text already.
     return (
-        len(version.text.encode())
-        + len(version.kind.encode())
+        json_text_bytes(version.text)
+        + json_text_bytes(version.kind)
         + len(version.source_refs.encode())
         + len(version.artifact_refs.encode())
     )

@@ -49,3 +49,26 @@ def test_the_default_list_page_budget_holds_the_largest_candidates(api, propose)
     )
     listed = [c["candidate_id"] for c in first["candidates"] + rest["candidates"]]
     assert listed == list(reversed(created))
+
+
+def test_a_page_of_escaped_proposals_is_bounded_by_the_bytes_it_takes_in_json(
+    api, propose, monkeypatch
+):
+    # Control characters take six bytes each in the response (\u0001): counted as one,
+    # a page of them was six times its budget (issue 27).
+    monkeypatch.setattr(experience_selectors, "LIST_PAGE_BYTES", 20_000)
+    for index in range(8):
+        fields = {name: f"{index} {name} " + "\x01" * 300 for name in PROPOSAL_FIELDS}
+        propose(proposal=fields)
+    cursor, listed = None, 0
+    while True:
+        body = {"scope_id": SCOPE, "limit": 100, **({"cursor": cursor} if cursor else {})}
+        response = api.post("/v1/artifact-candidates/list", body)
+        page = response.json()
+        listed += len(page["candidates"])
+        # Each candidate's envelope (ids, status, version, keys) on top of its fields.
+        assert len(response.content) <= 20_000 + 600 * len(page["candidates"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert listed == 8

@@ -87,3 +87,32 @@ def test_the_limit_still_bounds_a_page_of_small_entries(api, remember):
     pages = _list_all(api, limit=2)
     assert [len(page["entries"]) for page in pages] == [2, 2, 1]
     assert len(_list_all(api)) == 1  # 5 small entries fit one page at limit 1000
+
+
+def test_a_page_of_escaped_text_is_bounded_by_the_bytes_it_takes_in_json(api, remember):
+    # Control characters: 8 KiB of text, 48 KiB of JSON (\u0001 each). Counted in UTF-8
+    # a page of 128 of them was 5.9 MB on the wire (issue 27).
+    count = 60
+    for index in range(count):
+        marker = "".join(chr(1 + int(digit)) for digit in f"{index:02d}")
+        remember((marker + "\x02\x03\x04") * (TEXT_BYTES // 5))
+
+    responses, cursor = [], None
+    while True:
+        request = {"scope_id": "scope-a", "limit": 1000}
+        if cursor is not None:
+            request["cursor"] = cursor
+        response = api.post(LIST, request)
+        assert response.status_code == 200
+        responses.append(response)
+        cursor = response.json()["next_cursor"]
+        if cursor is None:
+            break
+
+    assert len(responses) >= 2
+    listed = [entry for response in responses for entry in response.json()["entries"]]
+    assert len(listed) == count
+    for response in responses:
+        entries = len(response.json()["entries"])
+        # The page's own bytes, plus the envelope of each entry (its citation, keys).
+        assert len(response.content) <= selectors.LIST_PAGE_BYTES + 400 * entries

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
-from powercontext import startup
+from powercontext import memory_release, startup
 from powercontext.retention import Retention
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
@@ -134,6 +134,9 @@ class Command(BaseCommand):
         loading: threading.Thread | None = None
         catching_up: CatchUp | None = None
         retention: Retention | None = None
+        # Before any thread allocates: docs/RELIABILITY.md, "Memory at rest".
+        memory_release.limit_arenas()
+        releaser = memory_release.Releaser().start()
         try:
             startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
             # The embedding model loads while the server starts listening, so the first
@@ -148,7 +151,7 @@ class Command(BaseCommand):
             # POWERCONTEXT_SOURCE_RETENTION_DAYS: captured prompts past it are purged.
             retention = Retention()
             retention.start()
-            application = get_internal_wsgi_application()
+            application = memory_release.releasing(get_internal_wsgi_application(), releaser)
             try:
                 server = Server(
                     application,
@@ -174,6 +177,7 @@ class Command(BaseCommand):
         finally:
             # ONNX Runtime aborts the process if it is still loading or running the model
             # when Python exits.
+            releaser.stop()
             if catching_up is not None:
                 catching_up.stop()
             if retention is not None:
