@@ -23,16 +23,13 @@ from powercontext.search.indexes import (
 )
 
 __all__ = [
-    "LEXICAL",
     "IndexHit",
     "IndexRow",
     "SearchEngine",
     "SearchInconsistent",
     "SearchIndex",
-    "channel_engine",
-    "channels",
+    "database_engine",
     "index_ddl",
-    "register_channel",
     "scope_token",
     "search_engine",
 ]
@@ -78,38 +75,19 @@ class SearchEngine(Protocol):
         ...
 
 
-# Channels: independent ways of matching the same declared indexes, each implemented per
-# engine by a class of the SearchEngine protocol that keeps its own objects per index
-# (the lexical channel: ``<name>_fts`` and its triggers, ``<name>_ft``). Only the lexical
-# channel exists; a vector channel registers itself here (``register_channel``) with its
-# ``<name>_vec`` objects, and the families, which only declare, do not change.
-LEXICAL = "lexical"
-_CHANNELS: dict[str, dict[str, str]] = {
-    LEXICAL: {
-        "sqlite": "powercontext.search.sqlite.SqliteSearchEngine",
-        "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchEngine",
-    },
+# The lexical engine of each database (the vector channel has its own small protocol,
+# ``powercontext.search.vectors.VectorEngine``).
+_ENGINES: dict[str, str] = {
+    "sqlite": "powercontext.search.sqlite.SqliteSearchEngine",
+    "oceanbase": "powercontext.search.oceanbase.OceanBaseSearchEngine",
 }
 _VENDORS = {"sqlite": "sqlite", "mysql": "oceanbase"}
 
 
-def register_channel(channel: str, implementations: dict[str, str]) -> None:
-    """Add a channel: ``implementations`` maps each engine ("sqlite", "oceanbase") to the
-    dotted path of its SearchEngine class."""
-    if channel in _CHANNELS and _CHANNELS[channel] != implementations:
-        raise ValueError(f"another search channel is already registered as {channel!r}")
-    _CHANNELS[channel] = dict(implementations)
-
-
-def channels() -> list[str]:
-    """The registered channels, the lexical one first."""
-    return [LEXICAL, *sorted(set(_CHANNELS) - {LEXICAL})]
-
-
-def channel_engine(channel: str = LEXICAL, engine: str | None = None) -> SearchEngine:
-    """``channel``'s implementation on ``engine`` (None: the default database's)."""
-    engine = engine or _VENDORS[connection.vendor]
-    implementation: SearchEngine = import_string(_CHANNELS[channel][engine])()
+def database_engine(engine: str | None = None) -> SearchEngine:
+    """The lexical engine of ``engine`` ("sqlite", "oceanbase"; None: the default
+    database's)."""
+    implementation: SearchEngine = import_string(_ENGINES[engine or _VENDORS[connection.vendor]])()
     return implementation
 
 
@@ -120,13 +98,11 @@ def search_engine() -> SearchEngine:
     if path:
         engine: SearchEngine = import_string(path)()
         return engine
-    return channel_engine(LEXICAL)
+    return database_engine()
 
 
-def index_ddl(
-    engine: str, index: SearchIndex, channel: str = LEXICAL
-) -> tuple[list[str], list[str]]:
-    """(forward, reverse) DDL of ``index``'s ``channel`` objects on ``engine`` ("sqlite"
-    or "oceanbase"), for ``powercontext.migration_operations.RunSQLForEngine``."""
-    engine_class: type[SearchEngine] = import_string(_CHANNELS[channel][engine])
+def index_ddl(engine: str, index: SearchIndex) -> tuple[list[str], list[str]]:
+    """(forward, reverse) DDL of ``index``'s lexical objects on ``engine`` ("sqlite" or
+    "oceanbase"), for ``powercontext.migration_operations.RunSQLForEngine``."""
+    engine_class: type[SearchEngine] = import_string(_ENGINES[engine])
     return engine_class.ddl(index)

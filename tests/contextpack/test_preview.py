@@ -22,7 +22,7 @@ from memory import services as memory_services
 from memory.search_index import MEMORY_INDEX
 from powercontext import metrics
 from powercontext.models import SourceRecord
-from powercontext.search import channel_engine, policy
+from powercontext.search import database_engine, policy
 from tests.experience.conftest import SOURCE, capture_source
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +38,7 @@ class DuplicatingEngine:
     faulty index could answer): the builder's duplicate rule is what keeps the pack clean."""
 
     def __init__(self):
-        self.real = channel_engine()
+        self.real = database_engine()
 
     def __getattr__(self, name):
         return getattr(self.real, name)

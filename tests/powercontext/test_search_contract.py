@@ -11,8 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from experience import services as experience_services
-from powercontext import search
-from powercontext.search import IndexRow, SearchIndex, analyzer, channel_engine, channels
+from powercontext.search import IndexRow, SearchIndex, analyzer, database_engine
 from powercontext.search.indexes import declared_indexes
 from tests.conftest import ApiClient
 from tests.experience.conftest import SOURCE, capture_source, proposal
@@ -62,10 +61,10 @@ def index(request) -> SearchIndex:
     return request.param
 
 
-@pytest.fixture(params=channels())
-def engine(request):
-    """Each registered channel's implementation on the suite's engine."""
-    return channel_engine(request.param)
+@pytest.fixture
+def engine():
+    """The lexical engine of the suite's database."""
+    return database_engine()
 
 
 @pytest.fixture
@@ -163,28 +162,3 @@ def test_rebuild_recreates_a_dropped_index_with_its_ddl(engine, index, make):
         # DDL commits on OceanBase: whatever happened, the rest of the session needs it.
         if engine.status(index) is not None:
             engine.rebuild(index)
-
-
-class EchoChannel:
-    """A stand-in second channel: what a vector channel would register."""
-
-    checks_integrity = False
-
-    @staticmethod
-    def ddl(index):
-        return [f"CREATE TABLE {index.name}_vec (id INTEGER PRIMARY KEY)"], [
-            f"DROP TABLE {index.name}_vec"
-        ]
-
-
-def test_a_second_channel_registers_in_the_kernel_without_a_family_changing(monkeypatch):
-    monkeypatch.setattr(search, "_CHANNELS", dict(search._CHANNELS))
-    path = f"{__name__}.EchoChannel"
-    search.register_channel("echo", {"sqlite": path, "oceanbase": path})
-    assert channels() == [search.LEXICAL, "echo"]
-    assert isinstance(channel_engine("echo"), EchoChannel)
-    for index in INDEXES:
-        forward, _ = search.index_ddl("sqlite", index, channel="echo")
-        assert forward == [f"CREATE TABLE {index.name}_vec (id INTEGER PRIMARY KEY)"]
-    with pytest.raises(ValueError, match="already registered"):
-        search.register_channel("echo", {"sqlite": "elsewhere.Channel"})
