@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 
 
 def runs_the_old_way(text):
