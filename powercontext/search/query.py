@@ -53,7 +53,9 @@ class Query:
             recurring=recurring,
             segments=query_segments(text),
             vectors=hybrid.query_vectors(semantic_segments(text, recurring)),
-            anchors=relevance.anchors(text) - recurring,
+            # A name the user keeps asking about is the subject of their questions, not
+            # their boilerplate: it stays an anchor however often it recurs.
+            anchors=relevance.anchors(text),
             pack=True,
         )
 

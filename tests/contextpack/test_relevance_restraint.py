@@ -108,6 +108,32 @@ def test_a_tag_never_brings_short_entries_without_it_at_any_budget(api, remember
         assert set(cited(prepare(api, scope, tag, max_bytes=budget))) <= tagged, budget
 
 
+def test_a_name_the_scope_never_saw_stays_unanswered_when_the_user_keeps_asking(api, remember):
+    # Another conversation's questions asked here, each captured as the hook does: the
+    # name recurs in the prompts, and is still a name this scope never saw.
+    scope = "r7"
+    for text in (
+        "[8 May 2023] Melanie: I went to a support group for new parents last night.",
+        "[9 May 2023] Melanie: The support group meets every Tuesday at the library.",
+        "[12 May 2023] Jon: I painted the fence and planted tomatoes this weekend.",
+    ):
+        remember(text, scope_id=scope)
+    questions = [
+        "When did Caroline go to the LGBTQ support group?",
+        "What did Caroline research?",
+        "What is Caroline's identity?",
+        "When did Caroline give a speech at a school?",
+        "Where did Caroline move from?",
+        "What career path has Caroline decided to pursue?",
+    ]
+    for number, question in enumerate(questions):
+        body = {"scope_id": scope, "source_id": f"q{number}", "content": question}
+        api.ok("/v1/sources/content", body, status=202)
+    assert prepare(api, scope, "When did Caroline go to a support group meeting?")["status"] == (
+        "empty"
+    )
+
+
 # -- the pure rules ----------------------------------------------------------------------
 
 
