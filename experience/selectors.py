@@ -43,10 +43,10 @@ def candidate_of(candidate: Candidate, version: CandidateVersion) -> ArtifactCan
     """The ArtifactCandidate: the head's status and decision, the current version's
     proposal and evidence."""
     target = None
-    if version.target_artifact_id is not None:
+    if version.target_artifact_id is not None and version.target_revision is not None:
         target = experience_ref(version.target_artifact_id, version.target_revision)
     result = None
-    if candidate.result_artifact_id is not None:
+    if candidate.result_artifact_id is not None and candidate.result_revision is not None:
         result = experience_ref(candidate.result_artifact_id, candidate.result_revision)
     return ArtifactCandidate(
         candidate_id=candidate.candidate_id,

@@ -82,7 +82,7 @@ def require_reviewer(user: Any) -> None:
 # -- proposing and revising -----------------------------------------------------------
 
 
-def _validate_refs(source_refs: list[dict], artifact_refs: list[dict]) -> None:
+def _validate_refs(source_refs: list[dict[str, Any]], artifact_refs: list[dict[str, Any]]) -> None:
     if len(source_refs) > MAX_REFS:
         raise InvalidRequest("source_refs", f"At most {MAX_REFS} references.")
     if len(artifact_refs) > MAX_REFS:
@@ -104,7 +104,7 @@ def _validate_reason(field: str, reason: str | None, *, required: bool = False) 
         raise InvalidRequest(field, f"Must be at most {REASON_MAX_CHARS} characters.")
 
 
-def _check_artifact_refs(scope_id: str, artifact_refs: list[dict]) -> None:
+def _check_artifact_refs(scope_id: str, artifact_refs: list[dict[str, Any]]) -> None:
     """Evidence must exist: every cited artifact revision is in this scope."""
     families = set(capabilities()["artifact_families"])
     for ref in artifact_refs:
@@ -120,7 +120,9 @@ def _check_artifact_refs(scope_id: str, artifact_refs: list[dict]) -> None:
             raise ArtifactNotFound("A cited artifact revision does not exist in this scope.")
 
 
-def _check_source_refs(scope_id: str, source_refs: list[dict], field: str = "source_refs") -> None:
+def _check_source_refs(
+    scope_id: str, source_refs: list[dict[str, Any]], field: str = "source_refs"
+) -> None:
     """Evidence must exist: every cited source was captured in this scope (422 on the
     reference, ``source_refs.N``, as the serializer would name it)."""
     for index, ref in enumerate(source_refs):
@@ -152,8 +154,8 @@ def experience_propose(
     *,
     scope_id: str,
     proposal: Proposal,
-    source_refs: list[dict],
-    artifact_refs: list[dict],
+    source_refs: list[dict[str, Any]],
+    artifact_refs: list[dict[str, Any]],
     target: ArtifactRef | None = None,
     reason: str | None = None,
     proposed_by: str = AGENT,
@@ -251,8 +253,8 @@ def candidate_revise(
     expected_version: int,
     proposal: Proposal,
     reviewer: Any,
-    source_refs: list[dict] | None = None,
-    artifact_refs: list[dict] | None = None,
+    source_refs: list[dict[str, Any]] | None = None,
+    artifact_refs: list[dict[str, Any]] | None = None,
     reason: str | None = None,
 ) -> ArtifactCandidate:
     """Write version ``expected_version + 1`` of a pending candidate (a reviewer's edit).
@@ -295,8 +297,9 @@ def candidate_revise(
     return _with(candidate_of(candidate, version), redactions)
 
 
-def _refs(stored: str) -> list[dict]:
-    return json.loads(stored)
+def _refs(stored: str) -> list[dict[str, Any]]:
+    refs: list[dict[str, Any]] = json.loads(stored)
+    return refs
 
 
 # -- deciding -------------------------------------------------------------------------

@@ -432,7 +432,7 @@ def memory_entry_history(*, scope_id: str, entry_id: str) -> list[EntryChange]:
     for row in rows:
         revision = revisions.get(row.valid_from)
         changes = revision_content(revision).get("changes", []) if revision else []
-        change = next((c for c in changes if c.get("entry_id") == entry_id), {})
+        change: dict[str, Any] = next((c for c in changes if c.get("entry_id") == entry_id), {})
         history.append(
             EntryChange(
                 revision=row.valid_from,
@@ -462,7 +462,9 @@ class CitedEntry:
     version_now: int | None
 
 
-def memory_states_at(*, scope_id: str, entry_ids: Collection[str], revision: int) -> dict:
+def memory_states_at(
+    *, scope_id: str, entry_ids: Collection[str], revision: int
+) -> dict[str, tuple[str, int]]:
     """``entry_id -> (state label, version)`` of the entries in the manifest of
     ``revision``; an entry missing from the result did not exist then."""
     rows = MemoryManifestRow.objects.select_related("entry_version").filter(

@@ -71,7 +71,7 @@ class _Change:
     reason: str | None = None
 
 
-def content_hash(*, kind: str, text: str, source_refs: list, artifact_refs: list) -> str:
+def content_hash(*, kind: str, text: str, source_refs: list[Any], artifact_refs: list[Any]) -> str:
     canonical = canonical_json(
         {"kind": kind, "text": text, "source_refs": source_refs, "artifact_refs": artifact_refs}
     )
@@ -369,6 +369,8 @@ def _apply(
     }
     # "from" is the version leaving the active set, "to" the one entering it.
     if change.op in ("revise", "retire"):
+        if previous is None:  # _current_version found it: a revise or retire has one
+            raise RuntimeError(f"{change.op} of {change.entry_id} without its version")
         record["from_entry_version_id"] = previous.entry_version_id
     if change.op != "retire":
         record["to_entry_version_id"] = version.entry_version_id
