@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Field, Model
-from django.db.models.expressions import RawSQL
+from django.db.models import Field, Model, QuerySet
 
 from powercontext.archive import format as archive_format
 from powercontext.archive.format import Writer
@@ -234,7 +233,7 @@ def _rows(
     rows = model._default_manager.filter(**{stream.scope: scope_id}).order_by(*key)
     after: list[Any] | None = None
     while True:
-        page = rows if after is None else rows.filter(_after(model, key, after))
+        page = rows if after is None else _after(rows, model, key, after)
         chunk = list(page.values_list(*fetched)[:chunk_size])
         for row in chunk:
             yield dict(zip(names, row, strict=False))
@@ -243,18 +242,26 @@ def _rows(
         after = [chunk[-1][position] for position in positions]
 
 
-def _after(model: type[Model], key: list[str], values: list[Any]) -> RawSQL:
-    """``(key...) > (values...)``: a row-value comparison, which SQLite (3.15+) and
-    OceanBase both answer as one range of the index that serves the order."""
+def _after(
+    rows: QuerySet[Any], model: type[Model], key: list[str], values: list[Any]
+) -> QuerySet[Any]:
+    """``rows`` after ``values`` in ``key`` order: ``(key...) > (values...)``, a row-value
+    comparison that SQLite (3.15+) and OceanBase both answer as one range of the index
+    that serves the order.
+
+    Written with ``extra`` rather than as a boolean expression in ``filter``: the MySQL
+    family of backends compares such an expression to 1, and OceanBase then scans the
+    scope from its start for every chunk (a range from the scope's first row, the tuple a
+    filter), where the bare comparison starts the range at the last row read."""
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
-    fields = [model._meta.get_field(name) for name in key]
     columns, params = [], []
-    for model_field, value in zip(fields, values, strict=True):
+    for name, value in zip(key, values, strict=True):
+        model_field = model._meta.get_field(name)
         if not isinstance(model_field, Field) or not model_field.column:
-            raise ArchiveSchemaError(f"{model.__name__} orders by {model_field.name}, not a column")
+            raise ArchiveSchemaError(f"{model.__name__} orders by {name}, not a column")
         columns.append(f"{table}.{quote(model_field.column)}")
         params.append(model_field.get_db_prep_value(value, connection))
     marks = ", ".join(["%s"] * len(key))
     # Quoted names and placeholders only: the values are bound parameters.
-    return RawSQL(f"({', '.join(columns)}) > ({marks})", params, output_field=BooleanField())  # noqa: S611
+    return rows.extra(where=[f"({', '.join(columns)}) > ({marks})"], params=params)  # noqa: S610

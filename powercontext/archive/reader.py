@@ -17,7 +17,14 @@ from typing import IO, Any
 
 from powercontext.archive import format as archive_format
 from powercontext.archive.format import GENESIS, ArchiveRefused, Line, unseal
-from powercontext.archive.streams import Column, Stream, StreamVerifier, left_out, streams
+from powercontext.archive.streams import (
+    Column,
+    Stream,
+    StreamVerifier,
+    left_out,
+    reasons_left_out,
+    streams,
+)
 
 
 def describe_scope(scope_id: str) -> str:
@@ -28,8 +35,6 @@ def describe_scope(scope_id: str) -> str:
 
 def header_streams() -> list[dict[str, Any]]:
     """The header's description of this server's streams, which an archive must equal."""
-    from powercontext.archive.streams import reasons_left_out
-
     return [
         {
             "name": stream.name,
@@ -127,14 +132,11 @@ class Reader:
         self.streams = streams()
         self.columns = {stream.name: stream.columns() for stream in self.streams}
         self.summary: Summary | None = None
-        self._lines = self._read()
+        self._lines = archive_format.raw_lines(file)
         self._previous = GENESIS
         self._whole = hashlib.sha256()
         self._count = 0
         self._bytes = 0
-
-    def _read(self) -> Iterator[tuple[int, bytes]]:
-        yield from archive_format.raw_lines(self.file)
 
     def _next(self, expecting: str) -> Line:
         try:

@@ -61,7 +61,8 @@ class StreamVerifier(Protocol):
 class Stream:
     """``name``: the stream's name in archives (``family.thing``); ``model``: an
     ``app_label.ModelName``; ``order``: column names whose values strictly increase
-    through a scope's rows; ``scope``: the lookup from the model to its scope id;
+    through a scope's rows (identity or integer columns: they compare alike in Python
+    and on every engine, byte for byte); ``scope``: the lookup from the model to its scope id;
     ``left_out``: {field name: why it is not carried}; ``verifier``: dotted path."""
 
     name: str

@@ -397,6 +397,26 @@ def test_an_archive_of_another_format_version_is_refused(sealed, tmp_path):
         archive_verify(forged)
 
 
+@pytest.mark.django_db
+def test_an_archive_of_other_columns_is_refused_naming_the_stream(sealed, tmp_path):
+    """What a release that adds a column without raising the format version would
+    write: refused at line 1, naming the stream."""
+    forged = tmp_path / "forged.jsonl"
+
+    def new_column(edited):
+        stream = next(s for s in edited[0]["streams"] if s["name"] == "source.record")
+        stream["columns"].append({"name": "content_digest", "type": "string", "null": True})
+        return edited
+
+    reseal(sealed, forged, new_column)
+    with pytest.raises(ArchiveRefused) as refused:
+        archive_verify(forged)
+    assert refused.value.line == 1
+    assert "the stream source.record differs from this server's in ['columns']" in str(
+        refused.value
+    )
+
+
 # -- export --------------------------------------------------------------------------------
 
 
