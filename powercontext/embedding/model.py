@@ -321,7 +321,7 @@ def embedder() -> Embedder:
             except EmbeddingsUnavailable as exc:
                 _failure = exc
                 raise
-            log.info(
+            log.debug(
                 "embedding model %s loaded in %.2f s",
                 _embedder.identity,
                 _embedder.load.seconds,
