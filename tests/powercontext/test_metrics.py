@@ -80,7 +80,7 @@ def run_operations(api, monkeypatch):
     assert api.post(f"/v1/{MARK}/{SCOPE}", {}).status_code == 404
 
     def failing(**kwargs):
-        raise RuntimeError(kwargs["terms"])
+        raise RuntimeError(kwargs["query"].terms)
 
     with monkeypatch.context() as patch:
         patch.setattr("contextpack.application.memory_search_at", failing)

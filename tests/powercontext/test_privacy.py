@@ -411,8 +411,8 @@ def test_no_log_record_or_output_names_caller_data(
     mcp_calls(api)
 
     # 500: a failure whose message quotes the caller's data, as a database error might.
-    def failing(*, scope_id, terms, **_):
-        raise RuntimeError(f"the index choked on {terms!r} in {scope_id!r}")
+    def failing(*, scope_id, query, **_):
+        raise RuntimeError(f"the index choked on {query.terms!r} in {scope_id!r}")
 
     monkeypatch.setattr("contextpack.application.memory_search_at", failing)
     api.error(
