@@ -1,5 +1,7 @@
 """Input and output shapes of the Experience and candidate operations (DESIGN.md §4)."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from experience.values import MAX_REFS, PROPOSAL_FIELD_MAX_CHARS, REASON_MAX_CHARS
@@ -113,6 +115,13 @@ class ArtifactCandidateSchema(serializers.Serializer):
     result_artifact = ArtifactRefSchema(allow_null=True)
     decision_reason = serializers.CharField(allow_null=True)
     redacted = RedactedSchema(required=False)
+
+    def to_representation(self, instance: Any) -> Any:
+        # A read has no ``redacted`` (None on the value): left out, not null.
+        data = super().to_representation(instance)
+        if data.get("redacted") is None:
+            data.pop("redacted", None)
+        return data
 
 
 class ExperienceGetInput(StrictSerializer):

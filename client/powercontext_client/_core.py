@@ -51,6 +51,7 @@ OPERATIONS: dict[str, Operation] = {
         _op("capabilities", "/v1/capabilities", method="GET", idempotent=True),
         _op("capture_content_source", "/v1/sources/content", idempotent=True, ok=(202,)),
         _op("prepare_context", "/v1/context/prepare", idempotent=True),
+        _op("session_context", "/v1/context/session", idempotent=True),
         _op("remember_memory", "/v1/memory/remember", idempotent=False),
         _op("search_memory", "/v1/memory/search", idempotent=True),
         _op("list_memory_entries", "/v1/memory/entries/list", idempotent=True),

@@ -6,6 +6,7 @@ Lengths are in characters (code points) unless a name says bytes.
 """
 
 import unicodedata
+from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
 from rest_framework import serializers
@@ -107,3 +108,10 @@ class RedactedSchema(serializers.Serializer):
 
     count = serializers.IntegerField(min_value=0)
     kinds = serializers.DictField(child=serializers.IntegerField(min_value=1))
+
+    def to_representation(self, instance: Any) -> Any:
+        # The values carry what was redacted by kind; the answer counts it too, as
+        # ``redaction_payload`` renders it for the views and the MCP tools.
+        from powercontext.redaction import redaction_payload
+
+        return redaction_payload(instance)

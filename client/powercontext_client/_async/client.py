@@ -136,6 +136,16 @@ class AsyncPowerContextClient:
             "prepare_context", _core.body(scope_id=scope_id, query=query, max_bytes=max_bytes)
         )
 
+    async def session_context(
+        self, *, scope_id: str, max_bytes: int | None = None
+    ) -> PreparedContext:
+        """The small Context Pack for the start of a session (at most ``max_bytes``,
+        server default 2000): the scope's standing commands and conventions, the subjects
+        of its recent prompts, the latest approved Experience."""
+        return await self._call(
+            "session_context", _core.body(scope_id=scope_id, max_bytes=max_bytes)
+        )
+
     # -- memory ----------------------------------------------------------------------
 
     async def remember_memory(

@@ -138,6 +138,12 @@ class PowerContextClient:
             "prepare_context", _core.body(scope_id=scope_id, query=query, max_bytes=max_bytes)
         )
 
+    def session_context(self, *, scope_id: str, max_bytes: int | None = None) -> PreparedContext:
+        """The small Context Pack for the start of a session (at most ``max_bytes``,
+        server default 2000): the scope's standing commands and conventions, the subjects
+        of its recent prompts, the latest approved Experience."""
+        return self._call("session_context", _core.body(scope_id=scope_id, max_bytes=max_bytes))
+
     # -- memory ----------------------------------------------------------------------
 
     def remember_memory(
