@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import shutil
 import statistics
 import sys
 import tempfile
@@ -86,7 +87,8 @@ def get(host: str, port: int, path: str, timeout: float = 60.0) -> tuple[int, in
 def run(args: argparse.Namespace) -> dict:
     if args.repo is not None:
         served.REPO_ROOT = args.repo.resolve()
-    home = args.data_dir or Path(tempfile.mkdtemp(prefix="pc-anon-bench-")) / "home"
+    scratch = None if args.data_dir else Path(tempfile.mkdtemp(prefix="pc-anon-bench-"))
+    home = args.data_dir or scratch / "home"
     store = served.open_store(args.engine, home, oceanbase_url=args.oceanbase_url)
     try:
         done = served.manage(store, "migrate", "--verbosity", "0")
@@ -123,6 +125,8 @@ def run(args: argparse.Namespace) -> dict:
             flood["rss_idle_mib"] = round(idle / 1024, 1)
     finally:
         store.close(drop=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)  # the journal: hundreds of MB
     slow = [r["path"] for r in routes if r["cpu_ms"] > args.budget_ms]
     wrong = [r["path"] for r in routes if r["statuses"] != [r["expected"]]]
     grew = flood["peak_mib"] - flood["rss_idle_mib"]

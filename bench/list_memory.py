@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -73,12 +74,15 @@ def list_all(client, sizes: list[int]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    home = args.data_dir or Path(tempfile.mkdtemp(prefix="pc-list-bench-")) / "home"
+    scratch = None if args.data_dir else Path(tempfile.mkdtemp(prefix="pc-list-bench-"))
+    home = args.data_dir or scratch / "home"
     store = open_store(args.engine, home, oceanbase_url=args.oceanbase_url)
     try:
         return _run(store, args.entries, args.clients, args.rounds, args.text, args.settle)
     finally:
         store.close(drop=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run(store, entries: int, clients: int, rounds: int, text: str, settle: float) -> dict:

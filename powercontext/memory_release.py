@@ -159,6 +159,14 @@ class _CountedBody:
             self._finished(self._size)
 
 
+class _CountedSizedBody(_CountedBody):
+    """A counted body of a known number of chunks: waitress sets ``Content-Length`` from
+    a body of one chunk, so the length goes through."""
+
+    def __len__(self) -> int:
+        return len(self._body)  # type: ignore[arg-type]
+
+
 def releasing(application: Callable[..., Any], releaser: Releaser) -> Callable[..., Any]:
     """``application`` (WSGI), telling ``releaser`` when each request starts and how
     large a body it sent."""
@@ -178,6 +186,7 @@ def releasing(application: Callable[..., Any], releaser: Releaser) -> Callable[.
             # and wrapping it would stop the server from recognising it.
             releaser.finished(0)
             return body
-        return _CountedBody(body, releaser.finished)
+        counted = _CountedSizedBody if hasattr(body, "__len__") else _CountedBody
+        return counted(body, releaser.finished)
 
     return wrapped

@@ -36,7 +36,9 @@ pytestmark = pytest.mark.slow
 CLAUDE_VERSION = "2.1.197"
 CODEX_VERSION = "0.171.0"
 PROMPT = "Remember in PowerContext: we run the tests with make check, never pytest alone."
-SEEDED = "Deployments go out on Tuesdays through the blue-green pipeline; make check first."
+# What the prompt below is about, so the pack answers it: a pack holds only what the
+# evidence supports (docs/relevance.md), and an entry sharing two words would not do.
+SEEDED = "Run the tests with make check before pushing; CI runs the same target."
 STANDING = "Start the dev server with `make serve`; it reloads on change."
 CLAUDE_TOOLS = "mcp__plugin_powercontext_powercontext__"
 

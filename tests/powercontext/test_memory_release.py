@@ -182,3 +182,19 @@ def test_a_served_page_is_freed_when_sent_not_at_the_next_collection(api):
         gc.enable()
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
+
+
+def test_a_body_of_known_length_keeps_it():
+    """waitress sets Content-Length from a one-chunk body's length: wrapping keeps it."""
+    releaser = _releaser()
+    try:
+        body = releasing(_app(10), releaser)({}, lambda *args: None)
+        assert len(body) == 1
+        body.close()
+
+        def generated(environ, start_response):
+            yield b"x"
+
+        assert not hasattr(releasing(generated, releaser)({}, None), "__len__")
+    finally:
+        releaser.stop()
