@@ -198,6 +198,7 @@ def ranked(
                 terms=terms,
                 readable=relevance.readable(by_id[hit.key].searchable_text),
                 subjects=terms & subjects,
+                held=len(weights.keys() & terms),
             )
         )
     judgements = relevance.judge(

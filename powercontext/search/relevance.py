@@ -102,6 +102,8 @@ class Evidence:
     # The query's stronger words it holds (weighed at least as much as the query's
     # weighted words on average): the subjects it speaks to.
     subjects: frozenset[str] = frozenset()
+    # How many of the query's weighted words it holds.
+    held: int = 0
 
 
 # Words that name something: identifiers with digits or underscores, inner capitals
@@ -300,6 +302,11 @@ def _answers(candidate: Evidence, verdict: Verdict) -> bool:
     similarity = candidate.similarity
     if similarity is None:
         return candidate.lexical  # the channel had nothing to say: the words decide
-    return similarity >= ANSWERED_SIMILARITY or (
-        candidate.coverage >= ANSWERED_COVERAGE and similarity >= ANSWERED_COVERAGE_SIMILARITY
+    # Every word of a segment of two or more, with some meaning behind them: the model may
+    # not read the words ("lorem ipsum"), but they are all there.
+    whole = candidate.coverage >= 1.0 - 1e-9 and candidate.held >= 2
+    return (
+        similarity >= ANSWERED_SIMILARITY
+        or (candidate.coverage >= ANSWERED_COVERAGE and similarity >= ANSWERED_COVERAGE_SIMILARITY)
+        or (whole and similarity >= WORDS_WITH_MEANING)
     )

@@ -216,3 +216,12 @@ def test_a_name_the_scope_never_saw_makes_its_neighbours_no_evidence():
     assert verdicts[0] == relevance.Verdict.UNKNOWN_ANCHOR
     # Strongly similar still counts.
     assert verdicts[1] == relevance.Verdict.MEANING
+
+
+def test_a_pack_answers_a_segment_whose_every_word_an_entry_holds():
+    # "lorem ipsum": the model cannot read it (cosine 0.22), but the entry holds it all.
+    whole = relevance.Evidence("a", True, 0.22, 1.0, frozenset({"lorem", "ipsum"}), True, held=2)
+    assert _judge([whole]) == [relevance.Verdict.WORDS]
+    # One word is not a segment's worth of evidence ("go on": "go").
+    one = relevance.Evidence("a", True, 0.22, 1.0, frozenset({"go"}), True, held=1)
+    assert _judge([one]) == [relevance.Verdict.NOTHING_ANSWERS]
