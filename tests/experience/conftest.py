@@ -109,11 +109,23 @@ def reject(reviewer_api):
 @pytest.fixture
 def reviewer_group(transactional_db):
     """The reviewer group and its permissions, as their data migration makes them, for a
-    transactional test: the flush after an earlier transactional test took them away."""
+    transactional test: the flush after an earlier transactional test took them away.
+    Made with the live app registry (the migration's own function, given it, would mark
+    the apps as having no models and so stop their permissions being made again)."""
     from importlib import import_module
 
     from django.apps import apps
-    from django.db import connection
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.auth.models import Group, Permission
+    from django.contrib.contenttypes.management import create_contenttypes
 
     migration = import_module("experience.migrations.0003_reviewer_group")
-    migration.create_group(apps, connection.schema_editor())
+    for label in sorted({app for app, _ in migration.PERMISSIONS}):
+        config = apps.get_app_config(label)
+        create_contenttypes(config, verbosity=0)
+        create_permissions(config, verbosity=0)
+    group, _ = Group.objects.get_or_create(name=migration.GROUP)
+    for app_label, codename in migration.PERMISSIONS:
+        group.permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
