@@ -9,6 +9,7 @@ import json
 import random
 import re
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from django.test import Client
 
 from experience import services
 from memory.models import MemoryEntryVersion, MemoryManifestRow
+from memory.services import memory_remember
 from powercontext.archive import format as archive_format
 from powercontext.archive.format import ArchiveRefused, Writer
 from powercontext.archive.importer import archive_verify
@@ -264,6 +266,39 @@ def test_an_archive_changed_between_the_two_passes_is_not_written(archive, tmp_p
     with pytest.raises(CommandError, match="changed since it was verified"):
         run("import", archive)
     assert not SourceRecord.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_while_a_writer_writes_is_one_snapshot(remember, tmp_path):
+    """The revisions, heads, versions and manifest rows of an export are read in one
+    snapshot: read one after another without it, a write committing in between leaves a
+    head past its chain or a version past its revisions, which the export refuses."""
+    for number in range(30):
+        remember(f"Entry {number}: run make check first", "scope-busy")
+    stop, writing = threading.Event(), threading.Event()
+
+    def write():
+        number = 0
+        try:
+            while not stop.is_set():
+                memory_remember(scope_id="scope-busy", kind="note", text=f"during {number}")
+                number += 1
+                writing.set()
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert writing.wait(60)
+        for attempt in range(3):
+            run("export", out=tmp_path / f"busy-{attempt}.jsonl", chunk_size=1)
+    finally:
+        stop.set()
+        writer.join()
+    for attempt in range(3):
+        summary = archive_verify(tmp_path / f"busy-{attempt}.jsonl").summary
+        assert summary.rows["scope-busy"]["memory.entry_version"] >= 30
 
 
 # -- refusals ------------------------------------------------------------------------------
