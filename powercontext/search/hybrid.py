@@ -1,11 +1,12 @@
-"""One ranking from both channels of a declared index, for any family.
+"""The semantic channel's side of a search, and one ranking from both channels.
 
-A family's selector gathers and scores its lexical candidates (``policy`` and
-``ranking``) and asks here for the semantic ones and the fused order; it then reads each
-hit's cited version at the head it resolved, in the same read snapshot, exactly as for a
-lexical hit. The semantic channel is optional at every step: switched off, without its
-model, before its first vector or after a model change it proposes nothing and the
-ranking is the lexical one, unchanged.
+``query.search`` gathers and scores the lexical candidates of a declared index
+(``policy`` and ``ranking``) and asks here for the query's embeddings, the semantic
+candidates and the fused order with the relevance decision's verdicts (``ranked``); the
+family's selector then reads each hit's cited version at the head it resolved, in the
+same read snapshot, exactly as for a lexical hit. The semantic channel is optional at
+every step: switched off, without its model, before its first vector or after a model
+change it proposes nothing, and the ranking is the lexical one, unjudged.
 """
 
 import threading
