@@ -177,6 +177,7 @@ def test_a_build_stopped_midway_leaves_nothing_behind(tmp_path):
     process.wait(60)
     assert list(out_killed.iterdir()) == []
     (left,) = _directories(scratch)
-    assert sum(path.stat().st_size for path in left.rglob("*")) > 50_000_000
+    # Killed midway: how far it got depends on the load (30 MB seen at load 10).
+    assert sum(path.stat().st_size for path in left.rglob("*")) > 10_000_000
     assert build.sweep(scratch) == [left]
     assert _directories(scratch) == []
