@@ -11,7 +11,7 @@ change it proposes nothing, and the ranking is the lexical one, unjudged.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from powercontext import embedding as embeddings
 from powercontext.search import relevance, vectors
 from powercontext.search.fusion import LEXICAL, fuse
 from powercontext.search.indexes import IndexHit, SearchIndex
-from powercontext.search.policy import STOP_TERMS
+from powercontext.search.policy import STOP_TERMS, SearchPlan
 
 if TYPE_CHECKING:
     from powercontext.search import SearchEngine
@@ -158,13 +158,15 @@ def ranked(
     semantic: Sequence[IndexHit] | None,
     *,
     query: "Query",
-    weights: Mapping[str, float],
+    plan: SearchPlan,
 ) -> list[Considered]:
     """Every candidate best first (the lexical order alone when ``semantic`` is None,
     else both channels fused: ``powercontext.search.fusion``), each with the relevance
     decision's verdict (``powercontext.search.relevance``). Without semantic evidence (the
     channel off, no vector in the scope yet) nothing is judged: every lexical candidate is
-    admitted, in the lexical order. The caller cuts the admitted ones to its window."""
+    admitted, in the lexical order. ``plan`` is the search's (its weights and counts). The
+    caller cuts the admitted ones to its window."""
+    weights = plan.weights
     by_id = {hit.cited_id: hit for hit in semantic or ()}
     # The lexical hit wins for a candidate both found: it carries the indexed version the
     # caller's consistency check compares.
@@ -184,7 +186,17 @@ def ranked(
     content = [term for term in query.terms if term not in STOP_TERMS]
     # A query of one word ("deployment", a tag) names one thing, as an identifier does.
     anchors = query.anchors | frozenset(content) if len(content) == 1 else query.anchors
+    anchors_only = bool(content) and all(term in anchors for term in content)
     anchors_known = frozenset(term for term in anchors if term in weights)
+    # A name most of the scope's entries hold (the speaker of half a chat, the language
+    # the project is written in) picks none of them out: among other words it is one more
+    # word. Asked alone, it is still what the query names.
+    picking = frozenset(
+        term
+        for term in anchors_known
+        if anchors_only
+        or relevance.picks_out(term, plan.document_frequency.get(term, 0), plan.documents)
+    )
     mean_weight = sum(weights.values()) / len(weights) if weights else 0.0
     subjects = frozenset(term for term, weight in weights.items() if weight >= mean_weight)
     evidence = []
@@ -204,9 +216,9 @@ def ranked(
         )
     judgements = relevance.judge(
         evidence,
-        anchors_known=anchors_known,
+        anchors_known=picking,
         anchors_unknown=anchors - anchors_known,
-        anchors_only=bool(content) and all(term in anchors for term in content),
+        anchors_only=anchors_only,
         single_segment=len(query.segments or [query.terms]) <= 1,
         readable_query=relevance.readable(query.text),
         pack=query.pack,

@@ -34,7 +34,7 @@ A one-off prompt, or a new scope, has no such history and is searched as it is.
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from powercontext.search.analyzer import stem
 
@@ -160,11 +160,14 @@ class SearchPlan:
     """How one query is searched: the engine is asked for the candidates of ``match``
     (the rare terms), or of ``fallback`` (the weak ones: common, and recurring where the
     prompt asks with them) when ``match`` is empty or finds nothing; every candidate is
-    then scored by ``weights``, which holds every searchable term of the query."""
+    then scored by ``weights``, which holds every searchable term of the query.
+    ``document_frequency`` and ``documents`` are the counts the plan was made from."""
 
     match: tuple[str, ...]
     fallback: tuple[str, ...]
     weights: Mapping[str, float]
+    document_frequency: Mapping[str, int] = field(default_factory=dict)
+    documents: int = 0
 
 
 def plan_search(
@@ -208,7 +211,7 @@ def plan_search(
                 for term in segment
             }
             weak = [term for term in weak if term not in recurring or term in asked]
-    return SearchPlan(tuple(match), tuple(weak), weights)
+    return SearchPlan(tuple(match), tuple(weak), weights, document_frequency, documents)
 
 
 # What happens to a query term (``term_decisions``), in the order plan_search applies the

@@ -137,6 +137,6 @@ def judged(
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, query.segments
     )
-    considered = hybrid.ranked(candidates, scored, semantic, query=query, weights=plan.weights)
+    considered = hybrid.ranked(candidates, scored, semantic, query=query, plan=plan)
     hits = [item.ranked for item in considered if item.admitted][:limit]
     return Searched(hits, considered)

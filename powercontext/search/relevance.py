@@ -60,6 +60,10 @@ SUBJECT_SIMILARITY = 0.25
 ANSWERED_SIMILARITY = 0.3
 ANSWERED_COVERAGE = 0.6
 ANSWERED_COVERAGE_SIMILARITY = 0.3
+# An anchor held by more than COMMON_ANCHOR_SHARE of a scope's documents, and by more than
+# COMMON_ANCHOR_DOCUMENTS of them, picks none out (``picks_out``).
+COMMON_ANCHOR_SHARE = 0.02
+COMMON_ANCHOR_DOCUMENTS = 2
 # A text whose letters are at least this share in scripts the model reads is readable.
 READABLE_SHARE = 0.5
 
@@ -150,6 +154,16 @@ def _is_anchor(word: str, sentence_start: bool) -> bool:
     if any(char.isupper() for char in word[1:]):
         return True  # GraphQL, NamedTuple
     return word[0].isupper() and not sentence_start
+
+
+def picks_out(term: str, document_frequency: int, documents: int) -> bool:
+    """Whether the anchor ``term``, held by ``document_frequency`` of a scope's
+    ``documents``, singles entries out. An identifier always does (a ticket number, a
+    function's name); a name does while few entries hold it: "Python" in a Python
+    project's notes, or a speaker's name in their own chat, is one more word."""
+    if any(char.isdigit() or char == "_" for char in term):
+        return True
+    return document_frequency <= max(COMMON_ANCHOR_DOCUMENTS, COMMON_ANCHOR_SHARE * documents)
 
 
 def readable(text: str) -> bool:

@@ -134,6 +134,37 @@ def test_a_name_the_scope_never_saw_stays_unanswered_when_the_user_keeps_asking(
     )
 
 
+PYTHON_NOTES = (
+    "Python 3.11 is the version CI runs; the Dockerfile pins the same Python.",
+    "Format Python code with ruff format before committing.",
+    "The Python dependencies are locked in requirements.txt; update it with pip-compile.",
+    "Type-check the Python packages with mypy --strict.",
+    "Invoices are rendered to PDF by WeasyPrint in the worker.",
+    "Refunds are issued through the payments provider, never by editing a charge.",
+    "The staging database is reset every Sunday night from an anonymised dump.",
+    "Webhook secrets are rotated every quarter by the on-call engineer.",
+    "Feature flags live in the flags table and are cached for sixty seconds.",
+    "Emails to customers are sent through the outbox, never straight from a view.",
+)
+
+
+def test_a_name_most_entries_hold_picks_none_of_them_out(api, remember):
+    # "Python" in a Python project's notes is one more word: a general question about the
+    # language is not answered by every note that mentions it.
+    scope = "r8"
+    python_notes = {
+        remember(text, scope_id=scope)["entry"]["citation"]["entry_id"]
+        for text in PYTHON_NOTES
+        if "Python" in text
+    }
+    question = "In Python, how do I reverse a list of strings in place?"
+    assert prepare(api, scope, question)["status"] == "empty"
+    # Asked alone, the name is what the query is about; and a search keeps every match.
+    assert set(cited(prepare(api, scope, "Python"))) <= python_notes
+    assert prepare(api, scope, "Python")["status"] == "ready"
+    assert python_notes <= set(search(api, scope, "Python"))
+
+
 # -- the pure rules ----------------------------------------------------------------------
 
 
@@ -143,6 +174,16 @@ def test_anchors_are_names_and_identifiers_not_sentence_starts_or_acronyms():
     assert relevance.anchors("When did Caroline go to the support group?") == {"carolin"}
     assert relevance.anchors("Follow AGENTS.md, then ask about GraphQL.") == {"graphql"}
     assert relevance.anchors("Ticket HAR-1101: fix cancel_at") == {"har", "1101", "cancel_at"}
+
+
+def test_an_anchor_picks_entries_out_while_few_hold_it():
+    assert relevance.picks_out("python", 2, 100)
+    assert not relevance.picks_out("python", 3, 100)
+    assert relevance.picks_out("carolin", 10, 500)
+    assert not relevance.picks_out("carolin", 250, 500)
+    # An identifier always does, however many entries hold it.
+    assert relevance.picks_out("zq20c249", 90, 100)
+    assert relevance.picks_out("cancel_at", 90, 100)
 
 
 def test_readable_text_is_mostly_latin_letters():
