@@ -212,6 +212,7 @@ def ranked(
                 readable=relevance.readable(by_id[hit.key].searchable_text),
                 subjects=terms & subjects,
                 held=len(weights.keys() & terms),
+                spread=relevance.spread(terms, weights, query.segments or [query.terms]),
             )
         )
     judgements = relevance.judge(

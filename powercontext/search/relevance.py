@@ -14,6 +14,12 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   when the query is nothing but anchors, it is not a hit at all. When no anchor of the
   query matches anything (a name the scope never saw), the entries near it by meaning are
   not evidence either, unless strongly similar.
+  A name most of the scope's entries hold (a speaker in their own chat, the language a
+  project is written in) picks none of them out: it is an anchor only while few entries
+  hold it, or when the query is nothing else (``picks_out``); identifiers always are.
+- **A list of the prompt's words is not an answer** (packs only). A candidate holding many
+  of a long prompt's words, spread over its sentences, is a note stuffed with common words
+  or agent boilerplate: an answer speaks to one question of the prompt, with its few words.
 - **What the model cannot read, it does not judge.** A query or an entry written mostly
   in a script the model has no vocabulary for (CJK for an English model) gets no hit from
   the semantic channel alone; its words still find it.
@@ -64,6 +70,13 @@ ANSWERED_COVERAGE_SIMILARITY = 0.3
 # COMMON_ANCHOR_DOCUMENTS of them, picks none out (``picks_out``).
 COMMON_ANCHOR_SHARE = 0.02
 COMMON_ANCHOR_DOCUMENTS = 2
+# Packs: a candidate holding WORD_LIST_HELD or more of the query's weighted words, in at
+# least WORD_LIST_SPREAD of its segments (of three or more), is a list of the prompt's
+# words (a note stuffed with common words, agent boilerplate), not an answer to one of
+# its questions. Answers found by the dev data's long prompts held at most 12.
+WORD_LIST_HELD = 13
+WORD_LIST_SPREAD = 0.3
+WORD_LIST_SEGMENTS = 3
 # A text whose letters are at least this share in scripts the model reads is readable.
 READABLE_SHARE = 0.5
 
@@ -82,6 +95,7 @@ class Verdict(StrEnum):
     FAR = "meaning alone, not near enough"
     FAR_FROM_BEST = "meaning alone, far under the best candidate"
     WEAK_WORDS = "shares a word or two and little meaning"
+    WORD_LIST = "holds the prompt's words all over it: a list of its words, not an answer"
     NOTHING_ANSWERS = "no candidate has strong evidence: the pack stays empty"
 
 
@@ -108,6 +122,8 @@ class Evidence:
     subjects: frozenset[str] = frozenset()
     # How many of the query's weighted words it holds.
     held: int = 0
+    # The share of the query's segments it holds a weighted word of (``spread``).
+    spread: float = 0.0
 
 
 # Words that name something: identifiers with digits or underscores, inner capitals
@@ -201,6 +217,22 @@ def coverage(
     return best
 
 
+def spread(
+    terms: Collection[str],
+    weights: Mapping[str, float],
+    segments: Sequence[Collection[str]],
+) -> float:
+    """The share of the segments with a searchable word that hold one of ``terms``; 0
+    when fewer than WORD_LIST_SEGMENTS segments have a searchable word."""
+    searchable = [segment for segment in segments if any(term in weights for term in segment)]
+    if len(searchable) < WORD_LIST_SEGMENTS:
+        return 0.0
+    touched = sum(
+        1 for segment in searchable if any(term in weights and term in terms for term in segment)
+    )
+    return touched / len(searchable)
+
+
 @dataclass(frozen=True)
 class Judgement:
     key: str
@@ -278,6 +310,8 @@ def _verdict(
     pack: bool,
 ) -> Verdict:
     similarity = candidate.similarity
+    if pack and candidate.held >= WORD_LIST_HELD and candidate.spread >= WORD_LIST_SPREAD:
+        return Verdict.WORD_LIST
     if candidate.terms & set(anchors_known):
         return Verdict.ANCHORED
     if candidate.lexical and not pack:
