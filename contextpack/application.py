@@ -237,6 +237,14 @@ def _family_terms(
     )
 
 
+def _verdict_reason(item: Considered) -> str:
+    """The relevance decision's verdict on a candidate, as the preview shows it: a
+    near-duplicate names the candidate that stands for it."""
+    if item.duplicate_of is not None:
+        return f"{item.verdict.value}: {item.duplicate_of}"
+    return item.verdict.value
+
+
 def _explanation(
     found: _Retrieved, families: tuple[FamilyExplanation, FamilyExplanation], trace: BuildTrace
 ) -> PackExplanation:
@@ -278,7 +286,7 @@ def _explanation(
             semantic_rank=item.semantic_rank,
             similarity=item.similarity,
             admitted=item.admitted,
-            reason=item.verdict.value,
+            reason=_verdict_reason(item),
         )
         for family, considered in zip(("memory", "experience"), found.considered, strict=True)
         for item in considered

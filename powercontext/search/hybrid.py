@@ -140,12 +140,14 @@ def lexical_engine() -> "SearchEngine":
 class Considered:
     """A candidate as the relevance decision saw it: ``semantic_rank`` is its place among
     the semantic channel's candidates (1 = nearest; None when that channel did not propose
-    it), ``verdict`` why it was admitted or left out."""
+    it), ``verdict`` why it was admitted or left out; ``duplicate_of``, for a
+    near-duplicate, the cited id of the better-ranked candidate that stands for it."""
 
     ranked: Ranked
     semantic_rank: int | None
     similarity: float | None
     verdict: relevance.Verdict
+    duplicate_of: str | None = None
 
     @property
     def admitted(self) -> bool:

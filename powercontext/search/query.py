@@ -11,10 +11,10 @@ cited values.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from powercontext.search import analyzer, hybrid, relevance
+from powercontext.search import analyzer, hybrid, relevance, vectors
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
@@ -138,5 +138,34 @@ def judged(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, query.segments
     )
     considered = hybrid.ranked(candidates, scored, semantic, query=query, plan=plan)
+    if query.pack and semantic:
+        considered = _near_duplicates(index, considered, scope_id=scope_id, limit=limit)
     hits = [item.ranked for item in considered if item.admitted][:limit]
     return Searched(hits, considered)
+
+
+def _near_duplicates(
+    index: SearchIndex, considered: list[hybrid.Considered], *, scope_id: str, limit: int
+) -> list[hybrid.Considered]:
+    """``considered`` with the near-duplicates among the admitted candidates left out
+    (``relevance.duplicates``): a Context Pack's, so that two entries saying the same
+    thing do not both fill it. Only the stored vectors of the candidates that can reach
+    the ``limit`` are read: the first ``limit`` admitted, and as many more as duplicates
+    left room for."""
+    admitted = [item.ranked.hit.cited_id for item in considered if item.admitted]
+    stored: dict[str, Any] = {}
+    found: dict[str, str] = {}
+    checked = 0
+    while checked < len(admitted) and checked - len(found) < limit:
+        batch = admitted[checked : checked + limit - (checked - len(found))]
+        stored |= vectors.stored_vectors(index, scope_id=scope_id, cited_ids=batch)
+        checked += len(batch)
+        found = relevance.duplicates(admitted[:checked], stored)
+    if not found:
+        return considered
+    return [
+        replace(item, verdict=relevance.Verdict.DUPLICATE, duplicate_of=found[key])
+        if (key := item.ranked.hit.cited_id) in found and item.admitted
+        else item
+        for item in considered
+    ]

@@ -32,6 +32,10 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
 - **Something must answer** (packs only). A pack is empty unless some admitted candidate
   has strong evidence: an anchor it holds, a strong similarity, or most of a segment's
   words with meaning behind them.
+- **Near-duplicates take one slot** (packs only). An admitted candidate whose stored
+  vector is as near as ``DUPLICATE_SIMILARITY`` to a better-ranked admitted one's says
+  what that one says in other words: the better-ranked one stands for both
+  (:func:`duplicates`).
 
 An explicit search keeps every candidate its words found (no matching entry vanishes
 from a search); only candidates proposed by meaning alone are judged there.
@@ -42,6 +46,9 @@ import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
+
+import numpy as np
 
 from powercontext.search import analyzer
 from powercontext.search.policy import STOP_TERMS
@@ -79,6 +86,10 @@ WORD_LIST_SPREAD = 0.3
 WORD_LIST_SEGMENTS = 3
 # A text whose letters are at least this share in scripts the model reads is readable.
 READABLE_SHARE = 0.5
+# Packs: two admitted candidates whose stored vectors are this near say the same thing
+# (docs/relevance.md, the relevance decision; bench/duplicate_threshold.py): paraphrases
+# scored 0.62-0.91, distinct coding-memory entries at most 0.83, distinct LoCoMo turns 0.86.
+DUPLICATE_SIMILARITY = 0.88
 
 
 class Verdict(StrEnum):
@@ -97,6 +108,7 @@ class Verdict(StrEnum):
     WEAK_WORDS = "shares a word or two and little meaning"
     WORD_LIST = "holds the prompt's words all over it: a list of its words, not an answer"
     NOTHING_ANSWERS = "no candidate has strong evidence: the pack stays empty"
+    DUPLICATE = "says what a better-ranked candidate says"
 
 
 ADMITTED = frozenset(
@@ -358,3 +370,33 @@ def _answers(candidate: Evidence, verdict: Verdict) -> bool:
         or (candidate.coverage >= ANSWERED_COVERAGE and similarity >= ANSWERED_COVERAGE_SIMILARITY)
         or (whole and similarity >= WORDS_WITH_MEANING)
     )
+
+
+def duplicates(keys: Sequence[str], vectors: Mapping[str, Any]) -> dict[str, str]:
+    """{key: the better-ranked key it duplicates} among ``keys`` (admitted candidates,
+    best first): a candidate whose vector (``vectors``: the stored ones) has a cosine of
+    ``DUPLICATE_SIMILARITY`` or more to that of a better-ranked candidate kept is a
+    duplicate of the first such one. A candidate without a vector is never a duplicate,
+    nor stands for one. Each verdict depends on the better-ranked candidates alone, so a
+    longer ``keys`` never changes those of its prefix."""
+    found: dict[str, str] = {}
+    kept: list[str] = []
+    units: list[np.ndarray] = []
+    for key in keys:
+        vector = vectors.get(key)
+        if vector is None:
+            continue
+        values = np.asarray(vector, dtype=np.float64)
+        norm = float(np.linalg.norm(values))
+        if not norm or not np.isfinite(norm) or (units and values.shape != units[0].shape):
+            continue
+        unit = values / norm
+        if units:
+            cosines = np.stack(units) @ unit
+            near = np.flatnonzero(cosines >= DUPLICATE_SIMILARITY)
+            if len(near):
+                found[key] = kept[int(near[0])]
+                continue
+        kept.append(key)
+        units.append(unit)
+    return found

@@ -63,9 +63,11 @@ queries, k = 66, in a read snapshot):
 - DDL commits implicitly: the table is created outside any write transaction.
 """
 
+import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 from django.db import DataError, connection
 
 from powercontext.embedding import to_oceanbase_vector
@@ -214,6 +216,28 @@ class OceanBaseVectors:
             for key, cited, version, value, _ in found
             if int(key) not in damaged
         ]
+
+    def vectors(
+        self, index: SearchIndex, row_keys: Sequence[int]
+    ) -> list[tuple[int, str, str, Any]]:
+        if not row_keys:
+            return []
+        vec = connection.ops.quote_name(vec_table(index))
+        marks = ", ".join(["%s"] * len(row_keys))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT row_key, cited_id, version, embedding FROM {vec} "  # noqa: S608
+                f"WHERE row_key IN ({marks})",
+                list(row_keys),
+            )
+            found = cursor.fetchall()
+        vectors = []
+        for key, cited, version, embedding in found:
+            # The VECTOR column reads back as its literal, ``[0.1,-0.2,...]``.
+            values = np.asarray(json.loads(_text(embedding)), dtype=np.float32)
+            if values.size and np.isfinite(values).all() and values.any():
+                vectors.append((int(key), _text(cited), _text(version), values))
+        return vectors
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]:
         vec = connection.ops.quote_name(vec_table(index))

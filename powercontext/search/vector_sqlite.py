@@ -396,6 +396,20 @@ class SqliteVectors:
                     found.rows[int(key)] = "its 2-bit code disagrees with its float vector"
         return found
 
+    def vectors(
+        self, index: SearchIndex, row_keys: Sequence[int]
+    ) -> list[tuple[int, str, str, Any]]:
+        found = []
+        for key, cited, version, blob in self._auxiliary(
+            index, "value00, value01, value02", list(row_keys)
+        ):
+            if not isinstance(blob, bytes) or not blob or len(blob) % 4:
+                continue
+            vector = np.frombuffer(blob, dtype="<f4")
+            if _float_problem(blob, len(vector)) is None:
+                found.append((int(key), str(cited), str(version), vector))
+        return found
+
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]:
         """Every stored vector's row key, cited id and version (of ``scope_id`` alone when
         given), read from the plain tables under the ``vec0`` table: a ``SELECT`` on the

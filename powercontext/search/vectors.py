@@ -227,6 +227,13 @@ class VectorEngine(Protocol):
 
     def stored(self, index: SearchIndex, scope_id: str | None) -> dict[int, StoredVector]: ...
 
+    def vectors(
+        self, index: SearchIndex, row_keys: Sequence[int]
+    ) -> list[tuple[int, str, str, Any]]:
+        """(row key, cited id, version, the vector as a float32 array) of ``row_keys``
+        that have a vector; a damaged one (not finite, all zero) is left out."""
+        ...
+
     def damaged(
         self,
         index: SearchIndex,
@@ -710,6 +717,43 @@ def vector_match(
         hits.append(IndexHit(cited_id, row_version, row_version, 1.0 - float(distance), text))
     hits.sort(key=lambda hit: (-hit.score, hit.cited_id))
     return hits[:limit]
+
+
+def stored_vectors(
+    index: SearchIndex, *, scope_id: str, cited_ids: Sequence[str]
+) -> dict[str, Any]:
+    """{cited id: its row's stored vector} of ``cited_ids`` in the scope (a few: a pack's
+    candidates), read in the caller's snapshot; only a vector computed from the row's
+    cited id and version, as for a hit of :func:`vector_match`. Empty when the channel
+    cannot be read: the caller goes on without (a row without a vector is left out too)."""
+    if not cited_ids or not readable(index):
+        return {}
+    quote = connection.ops.quote_name
+    conditions = [f"{quote(index.scope_column)} = %s"]
+    conditions += [f"{quote(column)} = %s" for column, _ in index.filters]
+    marks = ", ".join(["%s"] * len(cited_ids))
+    conditions.append(f"{quote(index.cited_id)} IN ({marks})")
+    sql = (
+        f"SELECT {quote(index.row_key)}, {quote(index.cited_id)}, {quote(index.version)} "  # noqa: S608 - names only
+        f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [scope_id, *(value for _, value in index.filters), *cited_ids])
+            rows = {
+                int(key): (identity_text(cited), str(_version(version)))
+                for key, cited, version in cursor.fetchall()
+            }
+        if not rows:
+            return {}
+        stored = vector_engine().vectors(index, sorted(rows))
+    except DatabaseError:
+        # No savepoint (SQLite's read snapshot is a hand-opened transaction): a missing
+        # table fails the statement alone, as in vector_match.
+        return {}
+    return {
+        cited: vector for key, cited, version, vector in stored if rows.get(key) == (cited, version)
+    }
 
 
 def _rows(

@@ -15,6 +15,16 @@ from powercontext.models import ArtifactRevision, SourceRecord
 from tests.conftest import ApiClient, error_code
 
 SCOPE = "git:example.com/team/repo"
+PERSISTENCE_RULES = (
+    "database tables and indexes",
+    "cache keys expire hourly",
+    "queue messages are acked once",
+    "uploaded files go to object storage",
+    "logs rotate daily at midnight",
+    "backups are encrypted at rest",
+    "sessions live in redis",
+    "metrics are scraped every minute",
+)
 BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
 END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 
@@ -52,8 +62,9 @@ class TestPrepare:
         }
 
     def test_default_max_bytes_is_8000(self, api, remember):
-        for index in range(8):
-            remember(f"persistence rule {index}: " + "x" * 1900, scope_id=SCOPE)
+        # Eight rules, each its own (two that said the same would take one slot).
+        for index, rule in enumerate(PERSISTENCE_RULES):
+            remember(f"persistence rule {index}: {rule}. " + "x" * 1860, scope_id=SCOPE)
         pack = api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": "persistence rule"})
         assert pack["status"] == "ready"
         assert 7000 < pack["content_bytes"] <= 8000

@@ -23,7 +23,7 @@ from memory.search_index import MEMORY_INDEX
 from powercontext import metrics
 from powercontext.models import SourceRecord
 from powercontext.search import database_engine, policy
-from tests.experience.conftest import SOURCE, capture_source
+from tests.experience.conftest import SOURCE, capture_source, proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -93,6 +93,39 @@ def remember_many(remember, count, text="Importer note {n}: retry with backoff."
     return [remember(text.format(n=n), scope_id=SCOPE) for n in range(count)]
 
 
+# What twenty Importer notes are about: each note says its own thing (a pack gives two
+# notes that say the same thing one slot, docs/relevance.md, "Near-duplicates").
+IMPORTER_STEPS = (
+    "the CSV parser",
+    "the S3 download",
+    "the invoice sync",
+    "the customer upload",
+    "the nightly export",
+    "the webhook relay",
+    "the currency rates fetch",
+    "the tax table refresh",
+    "the product catalogue",
+    "the shipping labels",
+    "the stock levels",
+    "the payroll batch",
+    "the address checker",
+    "the email bounce feed",
+    "the search reindex",
+    "the image thumbnails",
+    "the audit log copy",
+    "the ledger close",
+    "the partner API",
+    "the fraud scores",
+)
+
+
+def remember_distinct(remember, count):
+    return [
+        remember(f"Importer note {n}: {step} step retries with backoff.", scope_id=SCOPE)
+        for n, step in enumerate(IMPORTER_STEPS[:count])
+    ]
+
+
 def capture(api, prompt, turn):
     digest = hashlib.sha256(json.dumps([SCOPE, "s", turn, prompt]).encode()).hexdigest()
     api.ok(
@@ -160,9 +193,15 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
     propose,
     approve,
 ):
-    remember_many(remember, 20)
-    for lesson in ("Importer: retry with backoff.", "Importer: alert after three failures."):
-        approve(propose(lesson, scope_id=SCOPE), scope_id=SCOPE)
+    remember_distinct(remember, 20)
+    approve(propose("Importer: retry with backoff.", scope_id=SCOPE), scope_id=SCOPE)
+    other = proposal(
+        "Importer: alert after three failures.",
+        situation="The importer failed silently for a week.",
+        action="We added an alert on repeated importer failures.",
+        outcome="The next outage was noticed within the hour.",
+    )
+    approve(propose(scope_id=SCOPE, proposal=other), scope_id=SCOPE)
     response = preview(desk, "importer backoff")
     # Hits past the windows were fetched for the explanation; the pack is still prepare's.
     assert response.context["prepared"].content == prepared_content(api, "importer backoff")

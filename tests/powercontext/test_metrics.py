@@ -66,8 +66,13 @@ def run_operations(api, monkeypatch):
     api.ok("/v1/memory/remember", {"scope_id": SCOPE, "kind": MARK, "text": f"{MARK} deploy"})
     api.ok(
         "/v1/memory/remember",
-        # Longer than an item's 2000-byte cap: included truncated.
-        {"scope_id": SCOPE, "kind": MARK, "text": f"{MARK} deploy " + "x" * 3000},
+        # Longer than an item's 2000-byte cap: included truncated. Words of their own, so
+        # that it does not say what the first entry says (it would take the same slot).
+        {
+            "scope_id": SCOPE,
+            "kind": MARK,
+            "text": f"{MARK} deploy " + "release notes and changelog entries " * 90,
+        },
     )
     api.ok("/v1/memory/search", {"scope_id": SCOPE, "query": f"{MARK} deploy"})
     ready = api.ok(PREPARE, {"scope_id": SCOPE, "query": f"{MARK} deploy", "max_bytes": 8000})
