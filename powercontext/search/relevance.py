@@ -172,8 +172,17 @@ def _is_identifier(word: str) -> bool:
     return word.isascii() and any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
 
 
+# Capitalised by convention, not names: "on Friday evening" names no subject of a scope.
+CALENDAR_WORDS = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march
+    april may june july august september october november december""".split()
+)
+
+
 def _is_anchor(word: str, sentence_start: bool) -> bool:
     if len(word) < 2 or not word.isascii() or not any(char.isalpha() for char in word):
+        return False
+    if word.lower() in CALENDAR_WORDS:
         return False
     if _is_identifier(word) or "_" in word:
         return True

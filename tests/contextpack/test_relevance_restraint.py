@@ -165,6 +165,42 @@ def test_a_name_most_entries_hold_picks_none_of_them_out(api, remember):
     assert python_notes <= set(search(api, scope, "Python"))
 
 
+COMMON_WORDS_NOTE = (
+    "Notes: tests test run make staging deploy review commit branch change code fix "
+    "error build failing logs check config migration database release service worker "
+    "repository ticket description acceptance criteria endpoint api customer."
+)
+WRAPPED = """Ticket PAY-3141: Add a retry to the invoice export
+
+Repository: billing
+
+Description:
+The nightly invoice export sometimes fails when the storage bucket times out.
+
+Acceptance criteria:
+- Run the full test suite and make sure the build passes before you commit.
+- Check the logs of the export worker in staging after the deploy.
+- Keep the change small; open a pull request for review.
+"""
+
+
+def test_a_note_of_common_words_is_not_an_answer_to_a_long_prompt(api, remember):
+    scope = "r9"
+    note = remember(COMMON_WORDS_NOTE, scope_id=scope)["entry"]["citation"]["entry_id"]
+    export = remember(
+        "The invoice export writes to the exports bucket; its timeout is 30 s, set in "
+        "billing/exports/settings.py.",
+        scope_id=scope,
+    )["entry"]["citation"]["entry_id"]
+    for text in PYTHON_NOTES:
+        remember(text, scope_id=scope)
+    pack = cited(prepare(api, scope, WRAPPED))
+    assert export in pack
+    assert note not in pack
+    # A search keeps every entry its words found.
+    assert note in search(api, scope, "staging deploy logs")
+
+
 # -- the pure rules ----------------------------------------------------------------------
 
 
@@ -174,6 +210,7 @@ def test_anchors_are_names_and_identifiers_not_sentence_starts_or_acronyms():
     assert relevance.anchors("When did Caroline go to the support group?") == {"carolin"}
     assert relevance.anchors("Follow AGENTS.md, then ask about GraphQL.") == {"graphql"}
     assert relevance.anchors("Ticket HAR-1101: fix cancel_at") == {"har", "1101", "cancel_at"}
+    assert relevance.anchors("Can I ship this to prod on Friday, or wait for May?") == set()
 
 
 def test_an_anchor_picks_entries_out_while_few_hold_it():
@@ -184,6 +221,30 @@ def test_an_anchor_picks_entries_out_while_few_hold_it():
     # An identifier always does, however many entries hold it.
     assert relevance.picks_out("zq20c249", 90, 100)
     assert relevance.picks_out("cancel_at", 90, 100)
+
+
+def test_spread_is_the_share_of_segments_holding_a_word():
+    weights = {"run": 1.0, "test": 1.0, "deploy": 1.0, "log": 1.0}
+    segments = [["run", "test"], ["deploy"], ["log", "the"], ["the"]]
+    assert relevance.spread({"run", "deploy"}, weights, segments) == pytest.approx(2 / 3)
+    # Fewer than three segments with a searchable word: not a long prompt.
+    assert relevance.spread({"run", "deploy"}, weights, segments[:2]) == 0.0
+
+
+def test_a_word_list_is_left_out_of_a_pack_but_kept_by_a_search():
+    word_list = relevance.Evidence(
+        key="list",
+        lexical=True,
+        similarity=0.6,
+        coverage=1.0,
+        terms=frozenset(),
+        readable=True,
+        held=relevance.WORD_LIST_HELD,
+        spread=relevance.WORD_LIST_SPREAD,
+    )
+    answer = _evidence("answer", 0.6, lexical=True, coverage=0.8)
+    assert _judge([word_list, answer]) == [relevance.Verdict.WORD_LIST, relevance.Verdict.WORDS]
+    assert _judge([word_list, answer], pack=False) == [relevance.Verdict.WORDS_KEPT] * 2
 
 
 def test_readable_text_is_mostly_latin_letters():
