@@ -152,15 +152,17 @@ def _near_duplicates(
     thing do not both fill it. Only the stored vectors of the candidates that can reach
     the ``limit`` are read: the first ``limit`` admitted, and as many more as duplicates
     left room for."""
-    admitted = [item.ranked.hit.cited_id for item in considered if item.admitted]
+    admitted = [item.ranked.hit for item in considered if item.admitted]
+    keys = [hit.cited_id for hit in admitted]
+    numbered = {hit.cited_id: relevance.numbers(hit.searchable_text) for hit in admitted}
     stored: dict[str, Any] = {}
     found: dict[str, str] = {}
     checked = 0
-    while checked < len(admitted) and checked - len(found) < limit:
-        batch = admitted[checked : checked + limit - (checked - len(found))]
+    while checked < len(keys) and checked - len(found) < limit:
+        batch = keys[checked : checked + limit - (checked - len(found))]
         stored |= vectors.stored_vectors(index, scope_id=scope_id, cited_ids=batch)
         checked += len(batch)
-        found = relevance.duplicates(admitted[:checked], stored)
+        found = relevance.duplicates(keys[:checked], stored, numbered)
     if not found:
         return considered
     return [

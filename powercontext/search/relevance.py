@@ -33,9 +33,9 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   has strong evidence: an anchor it holds, a strong similarity, or most of a segment's
   words with meaning behind them.
 - **Near-duplicates take one slot** (packs only). An admitted candidate whose stored
-  vector is as near as ``DUPLICATE_SIMILARITY`` to a better-ranked admitted one's says
-  what that one says in other words: the better-ranked one stands for both
-  (:func:`duplicates`).
+  vector is as near as ``DUPLICATE_SIMILARITY`` to a better-ranked admitted one's, and
+  whose text holds the same numbers and identifiers, says what that one says in other words: the
+  better-ranked one stands for both (:func:`duplicates`).
 
 An explicit search keeps every candidate its words found (no matching entry vanishes
 from a search); only candidates proposed by meaning alone are judged there.
@@ -86,10 +86,11 @@ WORD_LIST_SPREAD = 0.3
 WORD_LIST_SEGMENTS = 3
 # A text whose letters are at least this share in scripts the model reads is readable.
 READABLE_SHARE = 0.5
-# Packs: two admitted candidates whose stored vectors are this near say the same thing
-# (docs/relevance.md, the relevance decision; bench/duplicate_threshold.py): paraphrases
-# scored 0.62-0.91, distinct coding-memory entries at most 0.83, distinct LoCoMo turns 0.86.
-DUPLICATE_SIMILARITY = 0.88
+# Packs: two admitted candidates whose stored vectors are this near, and whose texts hold
+# the same numbers, say the same thing (``duplicates``; docs/relevance.md, the relevance
+# decision; bench/duplicate_threshold.py): paraphrases scored 0.62-0.91, distinct
+# coding-memory entries at most 0.83, a LoCoMo question and its answer's echo 0.9 and up.
+DUPLICATE_SIMILARITY = 0.9
 
 
 class Verdict(StrEnum):
@@ -381,13 +382,26 @@ def _answers(candidate: Evidence, verdict: Verdict) -> bool:
     )
 
 
-def duplicates(keys: Sequence[str], vectors: Mapping[str, Any]) -> dict[str, str]:
+def numbers(searchable_text: str) -> frozenset[str]:
+    """The terms of an analyzed text that hold a digit: its numbers and identifiers."""
+    return frozenset(term for term in searchable_text.split() if any(c.isdigit() for c in term))
+
+
+def duplicates(
+    keys: Sequence[str],
+    vectors: Mapping[str, Any],
+    numbered: Mapping[str, frozenset[str]] | None = None,
+) -> dict[str, str]:
     """{key: the better-ranked key it duplicates} among ``keys`` (admitted candidates,
     best first): a candidate whose vector (``vectors``: the stored ones) has a cosine of
-    ``DUPLICATE_SIMILARITY`` or more to that of a better-ranked candidate kept is a
-    duplicate of the first such one. A candidate without a vector is never a duplicate,
-    nor stands for one. Each verdict depends on the better-ranked candidates alone, so a
+    ``DUPLICATE_SIMILARITY`` or more to that of a better-ranked candidate kept, and whose
+    text holds the same numbers and identifiers (``numbered``: ``numbers`` of each text),
+    is a duplicate of the first such one. Texts with different numbers say different
+    things, however near the model puts them (a 30 s timeout and a 60 s one; two chat
+    turns of different dates). A candidate without a vector is never a duplicate, nor
+    stands for one. Each verdict depends on the better-ranked candidates alone, so a
     longer ``keys`` never changes those of its prefix."""
+    numbered = numbered or {}
     found: dict[str, str] = {}
     kept: list[str] = []
     units: list[np.ndarray] = []
@@ -400,12 +414,16 @@ def duplicates(keys: Sequence[str], vectors: Mapping[str, Any]) -> dict[str, str
         if not norm or not np.isfinite(norm) or (units and values.shape != units[0].shape):
             continue
         unit = values / norm
-        if units:
-            cosines = np.stack(units) @ unit
-            near = np.flatnonzero(cosines >= DUPLICATE_SIMILARITY)
-            if len(near):
-                found[key] = kept[int(near[0])]
-                continue
+        said = numbered.get(key, frozenset())
+        cosines = np.stack(units) @ unit if units else np.empty(0)
+        near = [
+            kept[at]
+            for at in np.flatnonzero(cosines >= DUPLICATE_SIMILARITY)
+            if numbered.get(kept[at], frozenset()) == said
+        ]
+        if near:
+            found[key] = near[0]
+            continue
         kept.append(key)
         units.append(unit)
     return found

@@ -95,7 +95,7 @@ def test_a_near_duplicate_is_left_to_the_better_ranked_candidate():
     assert relevance.duplicates(["d", "a", "e"], {k: vectors[k] for k in "ae"}) == {"e": "a"}
     assert relevance.duplicates(["a", "b"], {"b": vectors["b"]}) == {}
     # A duplicate does not stand for another: c is compared with a alone, not with b.
-    chained = {"a": _unit(1.0, 0.0), "b": _unit(0.93, 0.37), "c": _unit(0.72, 0.69)}
+    chained = {"a": _unit(1.0, 0.0), "b": _unit(0.95, 0.312), "c": _unit(0.82, 0.572)}
     assert relevance.duplicates(["a", "b", "c"], chained) == {"b": "a"}
     # A longer list never changes the verdicts on its prefix.
     keys = ["a", "b", "c", "e"]
@@ -104,4 +104,11 @@ def test_a_near_duplicate_is_left_to_the_better_ranked_candidate():
         assert prefix == {
             k: v for k, v in relevance.duplicates(keys, vectors).items() if k in keys[:end]
         }
+
+
+def test_texts_with_different_numbers_are_not_duplicates():
+    assert relevance.numbers("the export timeout is 30 s in v2 config") == {"30", "v2"}
+    vectors = {"a": _unit(1.0, 0.0), "b": _unit(1.0, 0.0), "c": _unit(1.0, 0.0)}
+    numbered = {"a": frozenset({"30"}), "b": frozenset({"60"}), "c": frozenset({"30"})}
+    assert relevance.duplicates(["a", "b", "c"], vectors, numbered) == {"c": "a"}
     assert relevance.Verdict.DUPLICATE not in relevance.ADMITTED
