@@ -161,7 +161,7 @@ class SearchPlan:
     (the rare terms), or of ``fallback`` (the weak ones: common, and recurring where the
     prompt asks with them) when ``match`` is empty or finds nothing; every candidate is
     then scored by ``weights``, which holds every searchable term of the query.
-    ``document_frequency`` and ``documents`` are the counts the plan was made from."""
+    ``document_frequency`` holds the weighted terms' counts, ``documents`` the index's."""
 
     match: tuple[str, ...]
     fallback: tuple[str, ...]
@@ -211,7 +211,8 @@ def plan_search(
                 for term in segment
             }
             weak = [term for term in weak if term not in recurring or term in asked]
-    return SearchPlan(tuple(match), tuple(weak), weights, document_frequency, documents)
+    counts = {term: document_frequency[term] for term in weights}
+    return SearchPlan(tuple(match), tuple(weak), weights, counts, documents)
 
 
 # What happens to a query term (``term_decisions``), in the order plan_search applies the
