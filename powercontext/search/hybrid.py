@@ -191,8 +191,9 @@ def ranked(
     anchors_only = bool(content) and all(term in anchors for term in content)
     anchors_known = frozenset(term for term in anchors if term in weights)
     # A name most of the scope's entries hold (the speaker of half a chat, the language
-    # the project is written in) picks none of them out: among other words it is one more
-    # word. Asked alone, it is still what the query names.
+    # the project is written in) picks none of them out: the entries holding it are
+    # anchored, but do not show that the scope answers. Asked alone, it is what the
+    # query names.
     picking = frozenset(
         term
         for term in anchors_known
@@ -220,6 +221,7 @@ def ranked(
     judgements = relevance.judge(
         evidence,
         anchors_known=picking,
+        anchors_common=anchors_known - picking,
         anchors_unknown=anchors - anchors_known,
         anchors_only=anchors_only,
         single_segment=len(query.segments or [query.terms]) <= 1,

@@ -15,8 +15,8 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   query matches anything (a name the scope never saw), the entries near it by meaning are
   not evidence either, unless strongly similar.
   A name most of the scope's entries hold (a speaker in their own chat, the language a
-  project is written in) picks none of them out: it is an anchor only while few entries
-  hold it, or when the query is nothing else (``picks_out``); identifiers always are.
+  project is written in) picks none of them out (``picks_out``): the entries holding it
+  are still admitted as anchored, but holding it is not evidence that something answers.
 - **A list of the prompt's words is not an answer** (packs only). A candidate holding many
   of a long prompt's words, spread over its sentences, is a note stuffed with common words
   or agent boilerplate: an answer speaks to one question of the prompt, with its few words.
@@ -274,9 +274,12 @@ def judge(
     single_segment: bool,
     readable_query: bool,
     pack: bool,
+    anchors_common: Collection[str] = frozenset(),
 ) -> list[Judgement]:
     """A verdict for each of ``candidates`` (in their order). ``anchors_known`` are the
     query's anchors some document of the index holds, ``anchors_unknown`` those none does;
+    ``anchors_common`` those most of the index's documents hold (admitted as anchors, not
+    evidence that something answers: ``picks_out``);
     ``anchors_only``: the query says nothing but anchors; ``single_segment``: it is one
     sentence (in a long prompt an anchor names one of its subjects, not the only one).
     ``pack``: a Context Pack's
@@ -284,13 +287,15 @@ def judge(
     explicit search's (every candidate its words found is kept)."""
     similarities = [c.similarity for c in candidates if c.similarity is not None]
     best = max(similarities, default=None)
-    anchored = [c for c in candidates if c.terms & set(anchors_known)]
+    picking = set(anchors_known)
+    known = picking | set(anchors_common)
+    anchored = [c for c in candidates if c.terms & known]
     verdicts = [
         _verdict(
             candidate,
             best=best,
             anchored=bool(anchored),
-            anchors_known=anchors_known,
+            anchors_known=known,
             unknown_only=bool(anchors_unknown) and not anchored,
             anchors_only=anchors_only,
             single_segment=single_segment,
@@ -314,7 +319,7 @@ def judge(
             verdicts[at] = Verdict.SUBJECT
             covered |= candidate.subjects
     judged = [Judgement(c.key, v) for c, v in zip(candidates, verdicts, strict=True)]
-    if pack and not any(_answers(c, v) for c, v in zip(candidates, verdicts, strict=True)):
+    if pack and not any(_answers(c, v, picking) for c, v in zip(candidates, verdicts, strict=True)):
         return [Judgement(j.key, Verdict.NOTHING_ANSWERS) if j.admitted else j for j in judged]
     return judged
 
@@ -364,10 +369,10 @@ def _verdict(
     return Verdict.MEANING
 
 
-def _answers(candidate: Evidence, verdict: Verdict) -> bool:
+def _answers(candidate: Evidence, verdict: Verdict, picking: Collection[str]) -> bool:
     if verdict not in ADMITTED:
         return False
-    if verdict is Verdict.ANCHORED:
+    if verdict is Verdict.ANCHORED and candidate.terms & set(picking):
         return True
     similarity = candidate.similarity
     if similarity is None:
