@@ -56,7 +56,7 @@ from powercontext.search.policy import STOP_TERMS
 # A candidate proposed by meaning alone needs this cosine, and to be within
 # SEMANTIC_SPREAD of the best candidate's.
 SEMANTIC_FLOOR = 0.3
-SEMANTIC_SPREAD = 0.15
+SEMANTIC_SPREAD = 0.1
 # Without an anchor of the query, or when the query's anchors match nothing: the
 # similarity that still counts as evidence.
 STRONG_SIMILARITY = 0.4
