@@ -63,8 +63,8 @@ STRONG_SIMILARITY = 0.4
 # Packs: a candidate only its words found is admitted when they cover WORD_COVERAGE of the
 # best segment it matches and it comes within WORDS_WITH_MEANING in meaning, or when it is
 # as near as MEANING_ALONE whatever its words.
-WORD_COVERAGE = 0.3
-WORDS_WITH_MEANING = 0.2
+WORD_COVERAGE = 0.45
+WORDS_WITH_MEANING = 0.12
 MEANING_ALONE = 0.35
 # Packs: a candidate holding a subject of the query no better candidate holds, with this
 # much meaning behind it.

@@ -290,7 +290,7 @@ def test_a_pack_is_empty_when_nothing_has_strong_evidence():
     verdicts = _judge(
         [
             _evidence("a", 0.25, lexical=True, coverage=0.5),
-            _evidence("b", 0.29, lexical=True, coverage=0.35),
+            _evidence("b", 0.29, lexical=True, coverage=0.55),
         ]
     )
     assert verdicts == [relevance.Verdict.NOTHING_ANSWERS, relevance.Verdict.NOTHING_ANSWERS]
