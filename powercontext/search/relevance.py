@@ -34,8 +34,8 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   words with meaning behind them.
 - **Near-duplicates take one slot** (packs only). An admitted candidate whose stored
   vector is as near as ``DUPLICATE_SIMILARITY`` to a better-ranked admitted one's, and
-  whose text holds the same numbers and identifiers, says what that one says in other words: the
-  better-ranked one stands for both (:func:`duplicates`).
+  whose text holds the same numbers and identifiers, says what that one says in other
+  words: the better-ranked one stands for both (:func:`duplicates`).
 
 An explicit search keeps every candidate its words found (no matching entry vanishes
 from a search); only candidates proposed by meaning alone are judged there.
@@ -89,7 +89,7 @@ READABLE_SHARE = 0.5
 # Packs: two admitted candidates whose stored vectors are this near, and whose texts hold
 # the same numbers, say the same thing (``duplicates``; docs/relevance.md, the relevance
 # decision; bench/duplicate_threshold.py): paraphrases scored 0.62-0.91, distinct
-# coding-memory entries at most 0.83, a LoCoMo question and its answer's echo 0.9 and up.
+# coding-memory entries at most 0.83, a LoCoMo question and its answer's echo 0.92.
 DUPLICATE_SIMILARITY = 0.9
 
 
@@ -198,7 +198,8 @@ def picks_out(term: str, document_frequency: int, documents: int) -> bool:
     """Whether the anchor ``term``, held by ``document_frequency`` of a scope's
     ``documents``, singles entries out. An identifier always does (a ticket number, a
     function's name); a name does while few entries hold it: "Python" in a Python
-    project's notes, or a speaker's name in their own chat, is one more word."""
+    project's notes, or a speaker's name in their own chat, does not show that one of
+    them answers."""
     if any(char.isdigit() or char == "_" for char in term):
         return True
     return document_frequency <= max(COMMON_ANCHOR_DOCUMENTS, COMMON_ANCHOR_SHARE * documents)
