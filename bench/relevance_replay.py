@@ -1,0 +1,195 @@
+"""The relevance decision replayed in process: the restraint figures of both dev sets in
+about a minute, with the decision's thresholds overridable, so that a rule change is
+measured on both kinds of data at once before it goes through the real server
+(bench/restraint.py, bench/locomo.py, which stay the figures of record).
+
+    .venv/bin/python bench/relevance_replay.py --files '<dev>/coding-memory-dev/*.json' \\
+        --locomo <dev>/locomo-dev --home /tmp/replay-home
+    .venv/bin/python bench/relevance_replay.py ... --set WORD_COVERAGE=0.3 \\
+        --set WORDS_WITH_MEANING=0.2          # the same data, other thresholds
+
+Every scope is filled once in ``--home`` (kept: a second run with the same home reads
+the same entries and only asks): each coding-memory project, a copy of it with each
+planted note (bench/restraint.py's notes and 30-prompt spread), each LoCoMo conversation
+(bench/locomo.py's turns). Then every prompt goes through ``prepare_context`` with
+``--max-bytes`` (the pack as the server builds it, without HTTP and without capturing
+the prompt: the *cold* pass), and the figures are bench/restraint.py's: coding precision
+per prompt, recall_any, items, no-answer empties; LoCoMo bare any/all evidence and the
+first template's any; cross-conversation empties; each planted note's reach. ``--set
+NAME=VALUE`` replaces a number of ``powercontext.search.relevance`` for the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.locomo import DEFAULT_TEMPLATES, load_conversation, load_templates, render  # noqa: E402
+from bench.restraint import DEV_PAIRS, PLANTED_KINDS, planted_notes, spread  # noqa: E402
+from bench.served import pack_memory_citations  # noqa: E402
+from bench.vector_bench import setup_django  # noqa: E402
+
+PLANTED_PROMPTS = 30
+
+
+def overrides(pairs: Sequence[str]) -> dict[str, float]:
+    """``NAME=VALUE`` pairs, each naming a number of the relevance module."""
+    from powercontext.search import relevance
+
+    found: dict[str, float] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        current = getattr(relevance, name, None)
+        if not name.isupper() or isinstance(current, bool) or not isinstance(current, int | float):
+            raise SystemExit(f"--set {pair}: {name} is not a number of the relevance decision")
+        found[name] = type(current)(float(value)) if isinstance(current, int) else float(value)
+    return found
+
+
+def fill(home: Path, scope_id: str, entries: Sequence[tuple[str, str, str]]) -> dict[str, str]:
+    """{file id: entry id} of ``entries`` (file id, kind, text) remembered in ``scope_id``,
+    once: the map is kept in ``home`` beside the data."""
+    from memory.services import memory_remember
+
+    kept = home / f"replay-{scope_id.replace(':', '_').replace('/', '_')}.json"
+    if kept.exists():
+        return dict(json.loads(kept.read_text(encoding="utf-8")))
+    by_text: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    for file_id, kind, text in entries:
+        result = memory_remember(scope_id=scope_id, kind=kind, text=text)
+        if result.entry is not None:
+            by_text[text] = result.entry.citation.entry_id
+        ids[file_id] = by_text[text]
+    kept.write_text(json.dumps(ids), encoding="utf-8")
+    return ids
+
+
+def packed(scope_id: str, query: str, max_bytes: int, files: dict[str, str]) -> list[str]:
+    """The file ids a pack cites, in pack order."""
+    from contextpack.application import prepare_context
+
+    prepared = prepare_context(scope_id=scope_id, query=query, max_bytes=max_bytes)
+    cited = [c["entry_id"] for c in pack_memory_citations(prepared.content)]
+    return [files.get(entry_id, entry_id) for entry_id in dict.fromkeys(cited)]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return 100 * statistics.fmean(values) if values else float("nan")
+
+
+def replay(args: argparse.Namespace) -> dict[str, Any]:
+    home = Path(args.home)
+    projects = [json.loads(Path(f).read_text(encoding="utf-8")) for f in sorted(args.file_paths)]
+    conversations = {p.stem: load_conversation(p) for p in sorted(Path(args.locomo).glob("*.json"))}
+    template = load_templates(Path(args.templates))[0][1]
+    figures: dict[str, Any] = {}
+    coding: list[tuple[dict, list[str]]] = []
+    planted: dict[str, int] = dict.fromkeys(PLANTED_KINDS, 0)
+    for project in projects:
+        entries = [(e["id"], e["kind"], e["text"]) for e in project["entries"]]
+        scope = f"replay-{project['project']}"
+        ids = fill(home, scope, entries)
+        files = {entry_id: file_id for file_id, entry_id in reversed(ids.items())}
+        prompts = project["prompts"][: args.limit]
+        coding += [(p, packed(scope, p["prompt"], args.max_bytes, files)) for p in prompts]
+        for kind, note in planted_notes(project).items():
+            scope = f"replay-{project['project']}-planted-{kind}"
+            ids = fill(home, scope, [*entries, ("planted", "fact", note)])
+            files = {entry_id: file_id for file_id, entry_id in reversed(ids.items())}
+            for prompt in spread(project["prompts"], args.planted_prompts):
+                planted[kind] += "planted" in packed(scope, prompt["prompt"], args.max_bytes, files)
+    answerable = [(p, pack) for p, pack in coding if p["relevant"]]
+    relevant = [len(set(pack) & set(p["relevant"])) for p, pack in answerable]
+    figures["coding precision per prompt"] = _mean(
+        [hit / len(pack) for hit, (_, pack) in zip(relevant, answerable, strict=True) if pack]
+    )
+    figures["coding recall_any"] = _mean([hit > 0 for hit in relevant])
+    figures["coding items per pack"] = statistics.fmean([len(p) for _, p in answerable] or [0])
+    figures["coding no-answer empty"] = _mean([not pack for p, pack in coding if not p["relevant"]])
+
+    turn_ids: dict[str, dict[str, str]] = {}
+    for name, conversation in conversations.items():
+        entries = [(t.dia_id, "fact", t.text) for t in conversation.turns]
+        turn_ids[name] = fill(home, f"replay-locomo-{name}", entries)
+    for variant, form in (("bare", "{question}"), ("wrapped", template)):
+        hits_any, hits_all = [], []
+        for name, conversation in conversations.items():
+            files = {entry_id: dia for dia, entry_id in reversed(turn_ids[name].items())}
+            for question in conversation.questions[: args.limit]:
+                evidence = {d for d in question.evidence if d in turn_ids[name]}
+                if not evidence:
+                    continue
+                query = render(form, question.text)
+                pack = set(packed(f"replay-locomo-{name}", query, args.max_bytes, files))
+                hits_any.append(bool(evidence & pack))
+                hits_all.append(evidence <= pack)
+        figures[f"LoCoMo {variant} any"] = _mean(hits_any)
+        if variant == "bare":
+            figures["LoCoMo bare all"] = _mean(hits_all)
+    empty = []
+    for pair in args.pairs.split(","):
+        asked, stored = pair.split(":")
+        if asked not in conversations or stored not in conversations:
+            continue
+        files = {entry_id: dia for dia, entry_id in turn_ids[stored].items()}
+        for question in conversations[asked].questions[: args.limit]:
+            empty.append(
+                not packed(f"replay-locomo-{stored}", question.text, args.max_bytes, files)
+            )
+    figures["cross-conversation empty"] = _mean(empty)
+    for kind in PLANTED_KINDS:
+        figures[f"planted {kind} reach"] = planted[kind]
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", required=True, help="coding-memory project JSONs (a glob)")
+    parser.add_argument("--locomo", required=True, help="a directory of LoCoMo JSONs")
+    parser.add_argument("--pairs", default=DEV_PAIRS, help="asked:stored conversations")
+    parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
+    parser.add_argument("--home", help="where the scopes are kept (default: a new directory)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--max-bytes", type=int, default=8000)
+    parser.add_argument("--planted-prompts", type=int, default=PLANTED_PROMPTS)
+    parser.add_argument("--limit", type=int, default=None, help="prompts/questions per file")
+    parser.add_argument("--ci", action="store_true", help="5 prompts a file, 5 planted")
+    args = parser.parse_args(argv)
+    args.file_paths = sorted(glob.glob(args.files))
+    if not args.file_paths:
+        raise SystemExit(f"--files {args.files}: no file")
+    if args.ci:
+        args.limit, args.planted_prompts = 5, 5
+    args.home = args.home or tempfile.mkdtemp(prefix="pc-replay-")
+    Path(args.home).mkdir(parents=True, exist_ok=True)
+    setup_django(Path(args.home), None)
+    from powercontext.search import relevance
+
+    for name, value in overrides(args.set).items():
+        setattr(relevance, name, value)
+        print(f"# {name} = {value}", flush=True)
+    started = time.perf_counter()
+    figures = replay(args)
+    print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
+    for name, value in figures.items():
+        shown = f"{value:.1f} %" if isinstance(value, float) and "items" not in name else value
+        if "items" in name:
+            shown = f"{value:.2f}"
+        print(f"{name}: {shown}")
+
+
+if __name__ == "__main__":
+    main()
