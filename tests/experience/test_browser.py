@@ -113,8 +113,21 @@ def _click(driver, by, value):
             raise
         return True
 
+    def left(_):
+        # The page the click left is gone: Selenium says "stale", or Chromium that its
+        # node "does not belong to the document" (seen once on OceanBase, at load).
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+        return False
+
     wait.until(clicked)
-    wait.until(expected_conditions.staleness_of(page))
+    wait.until(left)
     wait.until(loaded)
 
 
