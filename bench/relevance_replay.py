@@ -16,7 +16,9 @@ planted note (bench/restraint.py's notes and 30-prompt spread), each LoCoMo conv
 the prompt: the *cold* pass), and the figures are bench/restraint.py's: coding precision
 per prompt, recall_any, items, no-answer empties; LoCoMo bare any/all evidence and the
 first template's any; cross-conversation empties; each planted note's reach. ``--set
-NAME=VALUE`` replaces a number of ``powercontext.search.relevance`` for the run.
+NAME=VALUE`` replaces a number of ``powercontext.search.relevance`` for the run;
+``--cap-unanchored N`` measures a rule the decision does not have: a pack keeps at most N
+admitted candidates that hold no anchor of the prompt (docs/relevance.md, section 6).
 """
 
 from __future__ import annotations
@@ -56,6 +58,27 @@ def overrides(pairs: Sequence[str]) -> dict[str, float]:
             raise SystemExit(f"--set {pair}: {name} is not a number of the relevance decision")
         found[name] = type(current)(float(value)) if isinstance(current, int) else float(value)
     return found
+
+
+def cap_unanchored(count: int) -> None:
+    """Make ``relevance.judge`` leave out the admitted candidates past the ``count``-th
+    that hold no anchor (a measurement: the product has no such cap)."""
+    from powercontext.search import relevance
+
+    judge = relevance.judge
+
+    def capped(candidates: Any, **kwargs: Any) -> list[relevance.Judgement]:
+        kept = 0
+        judged = []
+        for judgement in judge(candidates, **kwargs):
+            if judgement.admitted and judgement.verdict is not relevance.Verdict.ANCHORED:
+                kept += 1
+                if kept > count:
+                    judgement = relevance.Judgement(judgement.key, relevance.Verdict.FAR)
+            judged.append(judgement)
+        return judged
+
+    relevance.judge = capped  # type: ignore[assignment]
 
 
 def fill(home: Path, scope_id: str, entries: Sequence[tuple[str, str, str]]) -> dict[str, str]:
@@ -163,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
     parser.add_argument("--home", help="where the scopes are kept (default: a new directory)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--cap-unanchored", type=int, metavar="N")
     parser.add_argument("--max-bytes", type=int, default=8000)
     parser.add_argument("--planted-prompts", type=int, default=PLANTED_PROMPTS)
     parser.add_argument("--limit", type=int, default=None, help="prompts/questions per file")
@@ -181,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, value in overrides(args.set).items():
         setattr(relevance, name, value)
         print(f"# {name} = {value}", flush=True)
+    if args.cap_unanchored is not None:
+        cap_unanchored(args.cap_unanchored)
+        print(f"# at most {args.cap_unanchored} admitted without an anchor", flush=True)
     started = time.perf_counter()
     figures = replay(args)
     print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")

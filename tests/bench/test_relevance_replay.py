@@ -48,3 +48,8 @@ def test_the_replay_prints_every_figure_with_a_threshold_overridden(tmp_path):
     # A second run in the same home reads the kept scopes: the same figures.
     again = run_bench("relevance_replay.py", *args, "--home", home, "--set", "WORD_COVERAGE=0.5")
     assert again.splitlines()[2:] == out.splitlines()[2:]
+    # The measured cap: no pack holds more than it allows without an anchor.
+    capped = run_bench("relevance_replay.py", *args, "--home", home, "--cap-unanchored", "0")
+    assert "# at most 0 admitted without an anchor" in capped
+    items = dict(line.split(": ", 1) for line in capped.splitlines() if not line.startswith("#"))
+    assert float(items["coding items per pack"]) < float(figures["coding items per pack"])
