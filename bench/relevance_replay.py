@@ -78,7 +78,7 @@ def cap_unanchored(count: int) -> None:
             judged.append(judgement)
         return judged
 
-    relevance.judge = capped  # type: ignore[assignment]
+    relevance.judge = capped
 
 
 def fill(home: Path, scope_id: str, entries: Sequence[tuple[str, str, str]]) -> dict[str, str]:

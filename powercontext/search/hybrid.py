@@ -203,19 +203,24 @@ def ranked(
     mean_weight = sum(weights.values()) / len(weights) if weights else 0.0
     subjects = frozenset(term for term, weight in weights.items() if weight >= mean_weight)
     evidence = []
+    segments = query.segments or [query.terms]
     for hit in fused:
         terms = frozenset(by_id[hit.key].searchable_text.split())
+        held = len(weights.keys() & terms)
         evidence.append(
             relevance.Evidence(
                 key=hit.key,
                 lexical=hit.key in lexical_keys,
                 similarity=similarity.get(hit.key, farthest),
-                coverage=relevance.coverage(terms, weights, query.segments or [query.terms]),
+                coverage=relevance.coverage(terms, weights, segments),
                 terms=terms,
                 readable=relevance.readable(by_id[hit.key].searchable_text),
                 subjects=terms & subjects,
-                held=len(weights.keys() & terms),
-                spread=relevance.spread(terms, weights, query.segments or [query.terms]),
+                held=held,
+                # Only the word-list rule reads it, and only past WORD_LIST_HELD words.
+                spread=relevance.spread(terms, weights, segments)
+                if held >= relevance.WORD_LIST_HELD
+                else 0.0,
             )
         )
     judgements = relevance.judge(
@@ -224,7 +229,7 @@ def ranked(
         anchors_common=anchors_known - picking,
         anchors_unknown=anchors - anchors_known,
         anchors_only=anchors_only,
-        single_segment=len(query.segments or [query.terms]) <= 1,
+        single_segment=len(segments) <= 1,
         readable_query=relevance.readable(query.text),
         pack=query.pack,
     )

@@ -1,13 +1,11 @@
 """bench/relevance_replay.py: the in-process replay of the restraint figures, end to end on
 the tiny synthetic data of test_restraint.py, and its threshold overrides."""
 
-import json
-
 import pytest
 
 from bench.relevance_replay import overrides
 from tests.bench.runner import run_bench
-from tests.bench.test_restraint import PROJECT, conversation
+from tests.bench.test_restraint import tiny_dev_data
 from tests.conftest import sqlite_only
 
 
@@ -24,18 +22,7 @@ def test_overrides_take_numbers_of_the_relevance_decision_only():
 @pytest.mark.slow
 @sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
 def test_the_replay_prints_every_figure_with_a_threshold_overridden(tmp_path):
-    files = tmp_path / "tiny.json"
-    files.write_text(json.dumps(PROJECT), encoding="utf-8")
-    locomo = tmp_path / "locomo"
-    locomo.mkdir()
-    (locomo / "1.json").write_text(
-        json.dumps(
-            conversation("Ann", ["I adopted a cat named Miso."], [("What is the cat called?", 1)])
-        )
-    )
-    (locomo / "2.json").write_text(
-        json.dumps(conversation("Bo", ["My band plays jazz."], [("What does the band play?", 2)]))
-    )
+    files, locomo = tiny_dev_data(tmp_path)
     args = ["--files", str(files), "--locomo", str(locomo), "--pairs", "1:2,2:1"]
     home = str(tmp_path / "home")
     out = run_bench("relevance_replay.py", *args, "--home", home, "--set", "WORD_COVERAGE=0.5")

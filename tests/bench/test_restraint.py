@@ -153,9 +153,9 @@ def conversation(speaker, lines, questions):
     }
 
 
-@pytest.mark.slow
-@sqlite_only("the benchmark measures the SQLite deployment; it runs in the SQLite pass")
-def test_restraint_ci_configuration_measures_every_section(tmp_path):
+def tiny_dev_data(tmp_path):
+    """(a coding-memory project file, a LoCoMo directory of two conversations) made of the
+    tiny synthetic data above: one question of category 5, which is never asked."""
     files = tmp_path / "tiny.json"
     files.write_text(json.dumps(PROJECT), encoding="utf-8")
     locomo = tmp_path / "locomo"
@@ -176,6 +176,13 @@ def test_restraint_ci_configuration_measures_every_section(tmp_path):
             )
         )
     )
+    return files, locomo
+
+
+@pytest.mark.slow
+@sqlite_only("the benchmark measures the SQLite deployment; it runs in the SQLite pass")
+def test_restraint_ci_configuration_measures_every_section(tmp_path):
+    files, locomo = tiny_dev_data(tmp_path)
     dump_path = tmp_path / "run.json"
     out = run_bench(
         "restraint.py",
