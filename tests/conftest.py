@@ -60,13 +60,13 @@ def embedded_texts(monkeypatch):
 
     model = embedding.embedder()
     calls = []
-    real = model.embed_documents
+    real = model._embed  # embed_documents and embed_with_tokens both run it
 
-    def spy(texts):
+    def spy(texts, **options):
         calls.append(list(texts))
-        return real(texts)
+        return real(texts, **options)
 
-    monkeypatch.setattr(model, "embed_documents", spy)
+    monkeypatch.setattr(model, "_embed", spy)
     return calls
 
 

@@ -14,7 +14,13 @@ from powercontext.embedding.exceptions import (
     EmbeddingsDisabled,
     EmbeddingsUnavailable,
 )
-from powercontext.embedding.model import Embedder, embedder, enabled, reset_for_tests
+from powercontext.embedding.model import (
+    Embedder,
+    TokenStates,
+    embedder,
+    enabled,
+    reset_for_tests,
+)
 from powercontext.embedding.vector_formats import to_oceanbase_vector, to_sqlite_vec
 
 __all__ = [
@@ -24,6 +30,7 @@ __all__ = [
     "EmbeddingModelUnloadable",
     "EmbeddingsDisabled",
     "EmbeddingsUnavailable",
+    "TokenStates",
     "embedder",
     "enabled",
     "reset_for_tests",

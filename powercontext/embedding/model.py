@@ -154,7 +154,8 @@ class Embedder:
         return result
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of ``texts`` in their order: float32, shape ``(len(texts), dimension)``.
+        """Vectors of ``texts`` in their order: float32, shape ``(len(texts), dimension)``
+        (:meth:`embed_with_tokens` without the tokens).
 
         Texts of similar length run together (batches of :data:`BATCH_SIZE` within
         :data:`PADDING_SLACK` x + :data:`PADDING_EXTRA` tokens of the shortest: a batch is
@@ -164,10 +165,24 @@ class Embedder:
         (:data:`INT8_BATCH_SIZE`, :data:`INT8_PADDING_EXTRA`) and run side by side, each
         on one thread, the most work first so that the threads finish together; the
         shipped form's run one after the other on ONNX Runtime's threads."""
+        return self._embed(texts, with_tokens=False)[0]
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[TokenStates]]:
+        """:meth:`embed_documents`'s vectors and, from the same run, each text's
+        :class:`TokenStates`: what late interaction compares token by token
+        (``powercontext.search.focus``)."""
+        return self._embed(texts, with_tokens=True)
+
+    def _embed(
+        self, texts: Sequence[str], *, with_tokens: bool
+    ) -> tuple[np.ndarray, list[TokenStates]]:
+        """The vectors, and the token states when ``with_tokens`` (else an empty list)."""
         numpy = self._np
         vectors: np.ndarray = numpy.empty((len(texts), self.dimension), dtype=numpy.float32)
+        # Every text is in one batch, which fills its place.
+        tokens: list[Any] = [None] * len(texts) if with_tokens else []
         if not texts:
-            return vectors
+            return vectors, tokens
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
         batches = [
@@ -175,22 +190,32 @@ class Embedder:
             for chunk in self._batches([len(encodings[index].ids) for index in order])
         ]
 
-        def run(batch: list[int]) -> np.ndarray:
-            return self._run([encodings[index].ids for index in batch])
+        def run(batch: list[int]) -> tuple[np.ndarray, list[TokenStates] | None]:
+            ids = [encodings[index].ids for index in batch]
+            if not with_tokens:
+                return self._run(ids), None
+            hidden, mask = wordpiece.hidden_states(
+                self._session, ids, output_name=self._output_name, input_names=self._input_names
+            )
+            return wordpiece.pooled(hidden, mask), [
+                _word_tokens(numpy, encodings[index].tokens, hidden[row])
+                for row, index in enumerate(batch)
+            ]
 
         if self._side_by_side_form and len(batches) > 1 and self.threads > 1:
             # A batch costs about its texts times its longest text.
             batches.sort(key=lambda batch: -len(batch) * len(encodings[batch[-1]].ids))
-            for batch, found in zip(batches, self._side_by_side(batches, run), strict=True):
-                vectors[batch] = found
-            return vectors
-        for batch in batches:
-            vectors[batch] = run(batch)
-        return vectors
+            results = self._side_by_side(batches, run)
+        else:
+            results = [run(batch) for batch in batches]
+        for batch, (found, states) in zip(batches, results, strict=True):
+            vectors[batch] = found
+            if states is not None:
+                for index, state in zip(batch, states, strict=True):
+                    tokens[index] = state
+        return vectors, tokens
 
-    def _side_by_side(
-        self, batches: list[list[int]], run: Callable[[list[int]], np.ndarray]
-    ) -> list[np.ndarray]:
+    def _side_by_side(self, batches: list[list[int]], run: Callable[[list[int]], Any]) -> list[Any]:
         """``run`` of each batch, in their order: on this thread and on up to
         ``threads - 1`` kept helper threads at once, each taking the next batch when it
         is done with one.
@@ -261,6 +286,25 @@ class Embedder:
         return wordpiece.pooled_vectors(
             self._session, ids, output_name=self._output_name, input_names=self._input_names
         )
+
+
+@dataclass(frozen=True)
+class TokenStates:
+    """A text's word tokens as the model read them: the WordPiece tokens holding a letter
+    or a digit (not [CLS], [SEP] or punctuation, cut where the model cuts the text) and
+    their last hidden states, L2-normalised, float16 (half the memory; a cosine moves by
+    about 1e-3)."""
+
+    tokens: tuple[str, ...]
+    states: np.ndarray
+
+
+def _word_tokens(numpy: Any, tokens: Sequence[str], hidden: np.ndarray) -> TokenStates:
+    kept = [at for at, token in enumerate(tokens) if any(char.isalnum() for char in token)]
+    kept = [at for at in kept if tokens[at] not in ("[CLS]", "[SEP]", "[UNK]")]
+    rows = hidden[kept]
+    norms = numpy.maximum(numpy.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return TokenStates(tuple(tokens[at] for at in kept), (rows / norms).astype(numpy.float16))
 
 
 def _session(onnxruntime: Any, path: Path, model: ModelFile, threads: int) -> Any:

@@ -45,12 +45,12 @@ def tokenizer(
     return wordpiece
 
 
-def pooled_vectors(
+def hidden_states(
     session: Any, ids: list[list[int]], *, output_name: str, input_names: Collection[str]
-) -> np.ndarray:
-    """The texts' token ids (``ids``, padded to the longest) run through ``session``, each
-    mean-pooled over its real tokens (sentence-transformers' pooling for this model) and
-    L2-normalised: float32, one row per text."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' token ids (``ids``, padded to the longest) run through ``session``: the
+    last hidden states, ``(texts, tokens, dimension)``, and the attention mask (1 on each
+    text's real tokens)."""
     import numpy
 
     width = max(len(row) for row in ids)
@@ -63,8 +63,25 @@ def pooled_vectors(
     if "token_type_ids" in input_names:
         feeds["token_type_ids"] = numpy.zeros_like(input_ids)
     (hidden,) = session.run([output_name], feeds)
+    return hidden, mask
+
+
+def pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Hidden states mean-pooled over each text's real tokens (sentence-transformers'
+    pooling for this model) and L2-normalised: float32, one row per text."""
+    import numpy
+
     weights = mask[:, :, None].astype(numpy.float32)
-    pooled = (hidden * weights).sum(axis=1) / numpy.maximum(weights.sum(axis=1), 1e-9)
-    norms = numpy.linalg.norm(pooled, axis=1, keepdims=True)
-    result: np.ndarray = (pooled / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
+    summed = (hidden * weights).sum(axis=1) / numpy.maximum(weights.sum(axis=1), 1e-9)
+    norms = numpy.linalg.norm(summed, axis=1, keepdims=True)
+    result: np.ndarray = (summed / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
     return result
+
+
+def pooled_vectors(
+    session: Any, ids: list[list[int]], *, output_name: str, input_names: Collection[str]
+) -> np.ndarray:
+    """The texts' token ids (``ids``, padded to the longest) run through ``session``, each
+    mean-pooled over its real tokens and L2-normalised (:func:`pooled`): float32, one row
+    per text."""
+    return pooled(*hidden_states(session, ids, output_name=output_name, input_names=input_names))

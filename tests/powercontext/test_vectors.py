@@ -392,6 +392,9 @@ class OtherModel:
     def embed_documents(self, texts):
         return self._model.embed_documents(texts)
 
+    def embed_with_tokens(self, texts):
+        return self._model.embed_with_tokens(texts)
+
     def embed_query(self, text):
         return self._model.embed_query(text)
 
