@@ -239,9 +239,12 @@ def _family_terms(
 
 def _verdict_reason(item: Considered) -> str:
     """The relevance decision's verdict on a candidate, as the preview shows it: a
-    near-duplicate names the candidate that stands for it."""
+    near-duplicate names the candidate that stands for it; a candidate of a pack's window
+    shows its focus (how much of the prompt it speaks to, token by token)."""
     if item.duplicate_of is not None:
         return f"{item.verdict.value}: {item.duplicate_of}"
+    if item.focus is not None:
+        return f"{item.verdict.value} (focus {item.focus:.2f})"
     return item.verdict.value
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from powercontext import embedding as embeddings
-from powercontext.search import relevance, vectors
+from powercontext.search import focus, relevance, vectors
 from powercontext.search.fusion import LEXICAL, fuse
 from powercontext.search.indexes import IndexHit, SearchIndex
 from powercontext.search.policy import STOP_TERMS, SearchPlan
@@ -86,7 +86,10 @@ def query_vectors(texts: Sequence[str]) -> tuple[Any, ...] | None:
             }
         new = [text for text in dict.fromkeys(texts) if text not in known]
         if new:
-            for text, vector in zip(new, model.embed_documents(new), strict=True):
+            # The same run gives the segments' token states, for their focus (``focus``).
+            found, states = model.embed_with_tokens(new)
+            focus.keep(model.identity, new, states)
+            for text, vector in zip(new, found, strict=True):
                 vector.flags.writeable = False  # shared by every prompt that has the text
                 known[text] = vector
         with _cache_lock:
@@ -148,6 +151,9 @@ class Considered:
     similarity: float | None
     verdict: relevance.Verdict
     duplicate_of: str | None = None
+    # How much of the prompt it speaks to, token by token (``focus``): for the admitted
+    # candidates of a pack's window.
+    focus: float | None = None
 
     @property
     def admitted(self) -> bool:

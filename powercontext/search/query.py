@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from powercontext.search import analyzer, hybrid, relevance, vectors
+from powercontext.search import analyzer, focus, hybrid, relevance, vectors
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
@@ -34,6 +34,8 @@ class Query:
     recurring: frozenset[str] = frozenset()
     segments: list[list[str]] | None = None
     vectors: tuple[Any, ...] | None = None
+    # The texts ``vectors`` embed (a prompt's semantic segments), for their focus.
+    meant: tuple[str, ...] = ()
     anchors: frozenset[str] = field(default_factory=frozenset)
     pack: bool = False
     fill: bool = False
@@ -47,12 +49,14 @@ class Query:
         channel cannot embed): call it where a model call may take its time."""
         terms = analyzer.query_terms(text)
         recurring = recurring_terms(terms, history)
+        meant = tuple(semantic_segments(text, recurring))
         return cls(
             text=text,
             terms=terms,
             recurring=recurring,
             segments=query_segments(text),
-            vectors=hybrid.query_vectors(semantic_segments(text, recurring)),
+            vectors=hybrid.query_vectors(meant),
+            meant=meant,
             # A name the user keeps asking about is the subject of their questions, not
             # their boilerplate: it stays an anchor however often it recurs.
             anchors=relevance.anchors(text),
@@ -140,6 +144,7 @@ def judged(
     considered = hybrid.ranked(candidates, scored, semantic, query=query, plan=plan)
     if query.pack and semantic:
         considered = _near_duplicates(index, considered, scope_id=scope_id, limit=limit)
+        considered = _off_focus(index, considered, query=query, scope_id=scope_id)
     hits = [item.ranked for item in considered if item.admitted][:limit]
     return Searched(hits, considered)
 
@@ -168,6 +173,46 @@ def _near_duplicates(
     return [
         replace(item, verdict=relevance.Verdict.DUPLICATE, duplicate_of=found[key])
         if (key := item.ranked.hit.cited_id) in found and item.admitted
+        else item
+        for item in considered
+    ]
+
+
+def _off_focus(
+    index: SearchIndex, considered: list[hybrid.Considered], *, query: Query, scope_id: str
+) -> list[hybrid.Considered]:
+    """``considered`` with the admitted candidates that speak to far less of the prompt
+    than the best left out (``relevance.off_focus``), each candidate of the window with
+    its focus. A Context Pack's: the next candidates take their places. Unchanged when
+    the token states cannot be had (the channel switched off, no model)."""
+    admitted = [item for item in considered if item.admitted]
+    window = [item.ranked.hit.cited_id for item in admitted[: relevance.FOCUS_WINDOW]]
+    if len(admitted) < 2 or not query.meant:
+        return considered
+    documents = vectors.documents_of(index, scope_id=scope_id, cited_ids=window)
+    keys = [key for key in window if key in documents]
+    states = focus.states_for([*query.meant, *(documents[key] for key in keys)])
+    if states is None:
+        return considered
+    segments = [focus.content(state) for state in states[: len(query.meant)]]
+    matched = {
+        key: focus.matches(segments, state)
+        for key, state in zip(keys, states[len(query.meant) :], strict=True)
+    }
+    anchored = [
+        (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED) for item in admitted
+    ]
+    left_out = relevance.off_focus(anchored, matched)
+    focused = {
+        key: max(relevance.focus_means(found), default=0.0) for key, found in matched.items()
+    }
+    return [
+        replace(
+            item,
+            verdict=relevance.Verdict.OFF_FOCUS if key in left_out else item.verdict,
+            focus=focused[key],
+        )
+        if (key := item.ranked.hit.cited_id) in focused and item.admitted
         else item
         for item in considered
     ]

@@ -49,6 +49,7 @@ from powercontext import embedding as embeddings
 from powercontext.exceptions import PowerContextError
 from powercontext.fields import identity_text
 from powercontext.migration_operations import engine_of
+from powercontext.search import focus
 from powercontext.search.indexes import IndexHit, SearchIndex, declared_indexes
 from powercontext.snapshot import read_snapshot
 
@@ -464,7 +465,10 @@ def embed_for(index: SearchIndex, documents: Sequence[str]) -> Embedded:
         return Embedded(texts, reason="switched off")
     try:
         model = _model()
-        vectors = model.embed_documents(list(texts))
+        # The same run gives the documents' token states: kept for the focus of the
+        # prompts that will find them (``focus``).
+        vectors, states = model.embed_with_tokens(list(texts))
+        focus.keep(model.identity, texts, states)
         _ensure(index, model)
     except embeddings.EmbeddingsUnavailable as error:
         return Embedded(texts, reason=str(error))
@@ -728,22 +732,8 @@ def stored_vectors(
     cannot be read: the caller goes on without (a row without a vector is left out too)."""
     if not cited_ids or not readable(index):
         return {}
-    quote = connection.ops.quote_name
-    conditions = [f"{quote(index.scope_column)} = %s"]
-    conditions += [f"{quote(column)} = %s" for column, _ in index.filters]
-    marks = ", ".join(["%s"] * len(cited_ids))
-    conditions.append(f"{quote(index.cited_id)} IN ({marks})")
-    sql = (
-        f"SELECT {quote(index.row_key)}, {quote(index.cited_id)}, {quote(index.version)} "  # noqa: S608 - names only
-        f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
-    )
     try:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [scope_id, *(value for _, value in index.filters), *cited_ids])
-            rows = {
-                int(key): (identity_text(cited), str(_version(version)))
-                for key, cited, version in cursor.fetchall()
-            }
+        rows = _cited_rows(index, scope_id, cited_ids)
         if not rows:
             return {}
         stored = vector_engine().vectors(index, sorted(rows))
@@ -754,6 +744,37 @@ def stored_vectors(
     return {
         cited: vector for key, cited, version, vector in stored if rows.get(key) == (cited, version)
     }
+
+
+def documents_of(index: SearchIndex, *, scope_id: str, cited_ids: Sequence[str]) -> dict[str, str]:
+    """{cited id: the document its vector is computed from} of ``cited_ids`` in the scope
+    (a pack's candidates, for their focus), read in the caller's snapshot."""
+    if not cited_ids or index.documents is None:
+        return {}
+    rows = _cited_rows(index, scope_id, cited_ids)
+    documents = index.documents(sorted(rows)) if rows else {}
+    return {rows[key][0]: text for key, text in documents.items() if key in rows}
+
+
+def _cited_rows(
+    index: SearchIndex, scope_id: str, cited_ids: Sequence[str]
+) -> dict[int, tuple[str, str]]:
+    """{row key: (cited id, version)} of the rows of ``index`` citing ``cited_ids``."""
+    quote = connection.ops.quote_name
+    conditions = [f"{quote(index.scope_column)} = %s"]
+    conditions += [f"{quote(column)} = %s" for column, _ in index.filters]
+    marks = ", ".join(["%s"] * len(cited_ids))
+    conditions.append(f"{quote(index.cited_id)} IN ({marks})")
+    sql = (
+        f"SELECT {quote(index.row_key)}, {quote(index.cited_id)}, {quote(index.version)} "  # noqa: S608 - names only
+        f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [scope_id, *(value for _, value in index.filters), *cited_ids])
+        return {
+            int(key): (identity_text(cited), str(_version(version)))
+            for key, cited, version in cursor.fetchall()
+        }
 
 
 def _rows(

@@ -195,8 +195,10 @@ def test_items_show_channel_and_rank_and_the_reasons_for_what_was_left_out(
 ):
     remember_distinct(remember, 20)
     approve(propose("Importer: retry with backoff.", scope_id=SCOPE), scope_id=SCOPE)
+    # Its lesson speaks to the prompt's backoff too: an Experience on the importer alone
+    # would leave the pack for its focus (relevance.off_focus).
     other = proposal(
-        "Importer: alert after three failures.",
+        "Importer: alert when the backoff gives up after three failures.",
         situation="The importer failed silently for a week.",
         action="We added an alert on repeated importer failures.",
         outcome="The next outage was noticed within the hour.",

@@ -22,7 +22,9 @@ from tests.conftest import ApiClient, error_code
 pytestmark = pytest.mark.django_db
 
 TOKEN = "agent-secret-token"
-MARK = "zqxmetric"
+# An identifier (a digit): both entries hold the anchor the prompt names, so the focus rule
+# keeps the long one too.
+MARK = "zqxmetric7"
 SCOPE = f"scope-{MARK}"
 IDS = re.compile(r"(mem_ent_|mem_ver_|cand_|exp_)[0-9a-f]{32}")
 PREPARE = "/v1/context/prepare"

@@ -1,0 +1,144 @@
+"""An answer speaks to what the prompt asks: an entry on the prompt's subject that does not
+is left out of a pack for its focus (how much of the prompt it speaks to, token by token),
+the next candidates taking its place; a search keeps it. Real model, real vector index,
+both engines; then the pure rule and the token states' keeping."""
+
+import numpy as np
+import pytest
+
+from contextpack.application import explain_context
+from powercontext.search import focus, hybrid, relevance
+from tests.contextpack.packs import items
+
+DEPLOY_NOTES = [
+    "Deploy notes: the deploy job runs from the release branch after CI is green.",
+    "Deploy notes: a deploy needs two approvals in the release channel.",
+    "Deploy notes: roll a deploy back with make rollback, never by reverting the tag.",
+    "Deploy notes: the staging deploy happens on every merge to main.",
+]
+ROLLBACK = "How do I roll back a bad deploy?"
+
+
+def prepare(api, scope, query):
+    return api.ok("/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": 8000})
+
+
+def cited(pack):
+    return [item["citation"]["entry_id"] for item in items(pack)]
+
+
+def entry_id(remembered):
+    return remembered["entry"]["citation"]["entry_id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_notes_on_the_subject_that_do_not_answer_leave_the_pack_not_the_search(api, remember):
+    scope = "focus1"
+    notes = [entry_id(remember(text, scope_id=scope)) for text in DEPLOY_NOTES]
+    assert cited(prepare(api, scope, ROLLBACK)) == [notes[2]]
+
+    # The desk's preview says why, with each candidate's focus.
+    _, explanation = explain_context(scope_id=scope, query=ROLLBACK, max_bytes=8000)
+    rows = {row.cited_id: row for row in explanation.candidates}
+    assert rows[notes[2]].admitted
+    off = f"{relevance.Verdict.OFF_FOCUS.value} (focus 0."
+    assert not any(rows[other].admitted for other in (notes[0], notes[1], notes[3]))
+    # The notes the decision admitted on their words left for their focus.
+    assert [row for row in explanation.candidates if row.reason.startswith(off)]
+    # A search keeps every entry its words find.
+    body = {"scope_id": scope, "query": ROLLBACK, "limit": 8}
+    hits = api.ok("/v1/memory/search", body)["hits"]
+    assert set(notes) <= {hit["citation"]["entry_id"] for hit in hits}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_entry_holding_the_name_the_prompt_asks_about_stays(api, remember):
+    scope = "focus2"
+    notes = [entry_id(remember(text, scope_id=scope)) for text in DEPLOY_NOTES]
+    named = entry_id(remember("Deploy notes: the HAR-1206 deploy froze prod.", scope_id=scope))
+    pack = cited(prepare(api, scope, "How do I roll back a bad deploy like HAR-1206?"))
+    assert notes[2] in pack
+    assert named in pack
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_entries_states_kept_when_they_were_indexed_are_not_embedded_again(
+    api, remember, embedded_texts
+):
+    scope = "focus3"
+    for text in DEPLOY_NOTES:
+        remember(text, scope_id=scope)
+    prompt = "How can we roll back a broken deploy?"
+    hybrid.forget_query_vectors()
+    embedded_texts.clear()
+    assert cited(prepare(api, scope, prompt))
+    assert embedded_texts == [[prompt]]  # the prompt's segment; the entries' are kept
+    # A restarted process keeps nothing: a prepare embeds its window's entries once.
+    focus.forget()
+    embedded_texts.clear()
+    prepare(api, scope, prompt)
+    prepare(api, scope, prompt)
+    [again] = embedded_texts
+    assert prompt in again
+    assert set(again) - {prompt} <= set(DEPLOY_NOTES)
+    assert len(again) >= 3  # the window's admitted entries'
+    hybrid.forget_query_vectors()
+
+
+# -- the pure rule ---------------------------------------------------------------------
+
+
+def _tokens(*values):
+    return np.asarray(values, dtype=np.float32)
+
+
+def test_a_candidate_is_compared_with_the_best_on_the_segment_it_speaks_to():
+    # Two segments: instructions (repeated word for word by "rules") and a question.
+    matched = {
+        "rules": [_tokens(0.95, 0.95), _tokens(0.2, 0.2)],
+        "answer": [_tokens(0.3, 0.3), _tokens(0.6, 0.6)],
+        "near": [_tokens(0.3, 0.3), _tokens(0.5, 0.5)],
+        "far": [_tokens(0.3, 0.3), _tokens(0.4, 0.4)],
+    }
+    admitted = [("rules", False), ("answer", False), ("near", False), ("far", False)]
+    # The answer is 0.35 under the instructions' best but the best on its own segment.
+    assert relevance.off_focus(admitted, matched) == {"far": pytest.approx(0.4)}
+    # An anchored candidate stays however far.
+    anchored = [("rules", False), ("answer", False), ("near", False), ("far", True)]
+    assert relevance.off_focus(anchored, matched) == {}
+    # Past the window: no focus, it stays.
+    assert relevance.off_focus([*admitted, ("later", False)], matched) == {
+        "far": pytest.approx(0.4)
+    }
+
+
+def test_a_candidate_saying_a_word_no_better_one_says_stays():
+    word, margin = relevance.FOCUS_WORD, relevance.FOCUS_WORD_MARGIN
+    # "configure celery logging": the first answer says configure and celery; the second
+    # says logging, which no better-ranked candidate says, so it stays though far under.
+    matched = {
+        "celery": [_tokens(0.9, 0.9, 0.2)],
+        "logging": [_tokens(0.3, 0.2, word + 0.01)],
+        "echo": [_tokens(0.5, 0.2, 0.2 + margin - 0.01 if word > 0.5 else 0.2)],
+    }
+    admitted = [("celery", False), ("logging", False), ("echo", False)]
+    left_out = relevance.off_focus(admitted, matched)
+    assert "logging" not in left_out
+    assert "echo" in left_out
+    # Said, but not clearly more than a better-ranked candidate: it goes.
+    matched["celery"] = [_tokens(0.9, 0.9, word + 0.01 - margin + 0.05)]
+    assert "logging" in relevance.off_focus(admitted, matched)
+
+
+def test_the_kept_states_are_bounded_least_recently_used_first(monkeypatch):
+    from powercontext.embedding import TokenStates
+
+    focus.forget()
+    state = TokenStates(("a",), np.zeros((1, 384), dtype=np.float16))  # 768 bytes
+    monkeypatch.setattr(focus, "KEPT_BYTES", 2 * state.states.nbytes)
+    focus.keep("model", ["one", "two"], [state, state])
+    focus.keep("model", ["one"], [state])  # used again: "two" is now the oldest
+    focus.keep("model", ["three"], [state])
+    assert set(focus._kept) == {focus._key("model", t) for t in ("one", "three")}
+    assert all(isinstance(digest, bytes) for _, digest in focus._kept)  # never the text
+    focus.forget()
