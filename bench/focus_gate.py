@@ -244,7 +244,7 @@ def kept(asked: Asked, focused: dict[str, list[Any]], spread: float | None) -> l
         relevance.FOCUS_SPREAD = spread
         try:
             anchored = [(key, verdict == "ANCHORED") for key, verdict in admitted]
-            left_out = relevance.off_focus(anchored, focused)
+            left_out = relevance.off_focus(anchored, focused).left_out
         finally:
             relevance.FOCUS_SPREAD = shipped
     chosen = [key for key, _ in admitted if key not in left_out]

@@ -23,8 +23,8 @@ from typing import Any
 from powercontext import embedding as embeddings
 from powercontext.embedding import TokenStates
 
-# The token states kept: about 30 KB per coding-memory entry (40 tokens of 384 float16),
-# so some 2,000 entries and the prompts' segments.
+# The content rows kept: about 25 KB per coding-memory entry (some 30 content tokens of
+# 384 float16 values), so some 2,500 entries and the prompts' segments.
 KEPT_BYTES = 64 * 1024 * 1024
 # Function words carry no subject: a segment's "how do I" matches every entry's "how".
 FUNCTION_WORDS = frozenset(
@@ -35,7 +35,8 @@ FUNCTION_WORDS = frozenset(
 )
 
 _lock = threading.Lock()
-_kept: "OrderedDict[tuple[str, bytes], TokenStates]" = OrderedDict()
+# The content rows (``content``) of each kept text, float16, by model identity and digest.
+_kept: "OrderedDict[tuple[str, bytes], Any]" = OrderedDict()
 _kept_bytes = 0
 
 
@@ -43,8 +44,15 @@ def _key(identity: str, text: str) -> tuple[str, bytes]:
     return identity, hashlib.sha256(text.encode("utf-8")).digest()
 
 
+def content(states: TokenStates) -> Any:
+    """The rows of ``states`` that carry a subject: not a function word."""
+    rows = [at for at, token in enumerate(states.tokens) if token not in FUNCTION_WORDS]
+    return states.states[rows]
+
+
 def keep(identity: str, texts: Sequence[str], states: Sequence[TokenStates]) -> None:
-    """Keep the token states ``states`` of ``texts``, embedded by the model ``identity``."""
+    """Keep the content rows of ``states``, the token states of ``texts`` the model
+    ``identity`` gave."""
     global _kept_bytes
     with _lock:
         for text, state in zip(texts, states, strict=True):
@@ -52,10 +60,11 @@ def keep(identity: str, texts: Sequence[str], states: Sequence[TokenStates]) -> 
             if key in _kept:
                 _kept.move_to_end(key)
                 continue
-            _kept[key] = state
-            _kept_bytes += state.states.nbytes
+            rows = content(state)
+            _kept[key] = rows
+            _kept_bytes += rows.nbytes
         while _kept_bytes > KEPT_BYTES and _kept:
-            _kept_bytes -= _kept.popitem(last=False)[1].states.nbytes
+            _kept_bytes -= _kept.popitem(last=False)[1].nbytes
 
 
 def forget() -> None:
@@ -66,15 +75,15 @@ def forget() -> None:
         _kept_bytes = 0
 
 
-def states_for(texts: Sequence[str]) -> list[TokenStates] | None:
-    """The token states of ``texts``: the kept ones, the others embedded in one call (and
-    kept). None when the channel cannot embed (switched off, no model)."""
+def rows_for(texts: Sequence[str]) -> list[Any] | None:
+    """The content rows of ``texts`` (float32): the kept ones, the others embedded in one
+    call (and kept). None when the channel cannot embed (switched off, no model)."""
     if not embeddings.enabled():
         return None
     try:
         model = embeddings.embedder()
+        found: dict[str, Any] = {}
         with _lock:
-            found: dict[str, TokenStates] = {}
             for text in texts:
                 key = _key(model.identity, text)
                 if key in _kept:
@@ -84,25 +93,28 @@ def states_for(texts: Sequence[str]) -> list[TokenStates] | None:
         if missing:
             _, states = model.embed_with_tokens(missing)
             keep(model.identity, missing, states)
-            found.update(zip(missing, states, strict=True))
+            found.update(
+                (text, content(state)) for text, state in zip(missing, states, strict=True)
+            )
     except embeddings.EmbeddingsUnavailable:
         return None
-    return [found[text] for text in texts]
+    # Products of float16 rows run without BLAS.
+    return [found[text].astype("float32") for text in texts]
 
 
-def content(states: TokenStates) -> Any:
-    """The rows of ``states`` that carry a subject (not a function word), as float32 (the
-    products of float16 rows run without BLAS)."""
-    rows = [at for at, token in enumerate(states.tokens) if token not in FUNCTION_WORDS]
-    return states.states[rows].astype("float32")
+def matches(segments: Sequence[Any], candidate: Any) -> list[Any]:
+    """For each of a prompt's segments, given as their content rows (:func:`rows_for`),
+    the best cosine of each of its tokens to the ``candidate``'s content rows (zeros when
+    the candidate has none). Their mean is the candidate's focus on the segment. One
+    product for all the segments: a long prompt has twenty."""
+    import numpy
 
-
-def matches(segments: Sequence[Any], candidate: TokenStates) -> list[Any]:
-    """For each of a prompt's segments, given as their content rows (:func:`content`), the
-    best cosine of each of its tokens to ``candidate``'s content tokens (zeros when the
-    candidate has none). Their mean is the candidate's focus on the segment."""
-    tokens = content(candidate)
-    return [
-        (segment @ tokens.T).max(axis=1) if len(tokens) else segment[:, 0] * 0.0
-        for segment in segments
-    ]
+    if not segments:
+        return []
+    rows = numpy.concatenate(list(segments))
+    if not len(candidate) or not len(rows):
+        best = numpy.zeros(len(rows), dtype=numpy.float32)
+    else:
+        best = (rows @ candidate.T).max(axis=1)
+    ends = numpy.cumsum([len(segment) for segment in segments])[:-1]
+    return list(numpy.split(best, ends))

@@ -191,28 +191,25 @@ def _off_focus(
         return considered
     documents = vectors.documents_of(index, scope_id=scope_id, cited_ids=window)
     keys = [key for key in window if key in documents]
-    states = focus.states_for([*query.meant, *(documents[key] for key in keys)])
-    if states is None:
+    rows = focus.rows_for([*query.meant, *(documents[key] for key in keys)])
+    if rows is None:
         return considered
-    segments = [focus.content(state) for state in states[: len(query.meant)]]
+    segments = rows[: len(query.meant)]
     matched = {
-        key: focus.matches(segments, state)
-        for key, state in zip(keys, states[len(query.meant) :], strict=True)
+        key: focus.matches(segments, found)
+        for key, found in zip(keys, rows[len(query.meant) :], strict=True)
     }
     anchored = [
         (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED) for item in admitted
     ]
-    left_out = relevance.off_focus(anchored, matched)
-    focused = {
-        key: max(relevance.focus_means(found), default=0.0) for key, found in matched.items()
-    }
+    judged = relevance.off_focus(anchored, matched)
     return [
         replace(
             item,
-            verdict=relevance.Verdict.OFF_FOCUS if key in left_out else item.verdict,
-            focus=focused[key],
+            verdict=relevance.Verdict.OFF_FOCUS if key in judged.left_out else item.verdict,
+            focus=judged.focus[key],
         )
-        if (key := item.ranked.hit.cited_id) in focused and item.admitted
+        if (key := item.ranked.hit.cited_id) in judged.focus and item.admitted
         else item
         for item in considered
     ]

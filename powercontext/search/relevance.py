@@ -453,11 +453,20 @@ def duplicates(
     return found
 
 
+@dataclass(frozen=True)
+class Focused:
+    """``focus``: each judged candidate's focus (on the segment it speaks to most);
+    ``left_out``: the candidates :func:`off_focus` leaves out."""
+
+    focus: dict[str, float]
+    left_out: frozenset[str]
+
+
 def off_focus(
     admitted: Sequence[tuple[str, bool]], matched: Mapping[str, Sequence[Any]]
-) -> dict[str, float]:
-    """{key: its focus} of the candidates of ``admitted`` (key, whether it holds an anchor
-    of the query; best first) that speak to far less of the prompt than another does.
+) -> Focused:
+    """The candidates of ``admitted`` (key, whether it holds an anchor of the query; best
+    first) that speak to far less of the prompt than another does.
 
     ``matched`` gives, for the first FOCUS_WINDOW at least, each prompt segment's tokens'
     best cosines to the candidate (``focus.matches``); their mean is its focus on the
@@ -470,29 +479,29 @@ def off_focus(
       window ("Celery, logging and the webhook secret" is answered by three entries);
     - it has no focus (past the window)."""
     means = {key: focus_means(segments) for key, segments in matched.items()}
+    focused = {key: max(values, default=0.0) for key, values in means.items()}
     window = [means[key] for key, _ in admitted[:FOCUS_WINDOW] if key in means]
     if not window:
-        return {}
+        return Focused(focused, frozenset())
     best = [max(values) for values in zip(*window, strict=True)]
-    left_out: dict[str, float] = {}
+    left_out = set()
     better: list[str] = []
     for key, anchored in admitted:
         values = means.get(key)
         if values and not anchored:
-            top = max(values)
-            segment = values.index(top)
-            if top < best[segment] - FOCUS_SPREAD and not _says_more(
+            segment = values.index(focused[key])
+            if focused[key] < best[segment] - FOCUS_SPREAD and not _says_more(
                 matched[key][segment], [matched[other][segment] for other in better]
             ):
-                left_out[key] = top
+                left_out.add(key)
         if key in matched:
             better.append(key)
-    return left_out
+    return Focused(focused, frozenset(left_out))
 
 
 def focus_means(segments: Sequence[Any]) -> list[float]:
     """A candidate's focus on each segment: the mean of the segment's token matches."""
-    return [float(np.mean(tokens)) if len(tokens) else 0.0 for tokens in segments]
+    return [float(tokens.mean()) if len(tokens) else 0.0 for tokens in segments]
 
 
 def _says_more(tokens: Any, better: Sequence[Any]) -> bool:

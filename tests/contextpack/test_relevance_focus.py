@@ -102,14 +102,14 @@ def test_a_candidate_is_compared_with_the_best_on_the_segment_it_speaks_to():
     }
     admitted = [("rules", False), ("answer", False), ("near", False), ("far", False)]
     # The answer is 0.35 under the instructions' best but the best on its own segment.
-    assert relevance.off_focus(admitted, matched) == {"far": pytest.approx(0.4)}
+    judged = relevance.off_focus(admitted, matched)
+    assert judged.left_out == {"far"}
+    assert judged.focus == pytest.approx({"rules": 0.95, "answer": 0.6, "near": 0.5, "far": 0.4})
     # An anchored candidate stays however far.
     anchored = [("rules", False), ("answer", False), ("near", False), ("far", True)]
-    assert relevance.off_focus(anchored, matched) == {}
+    assert relevance.off_focus(anchored, matched).left_out == set()
     # Past the window: no focus, it stays.
-    assert relevance.off_focus([*admitted, ("later", False)], matched) == {
-        "far": pytest.approx(0.4)
-    }
+    assert relevance.off_focus([*admitted, ("later", False)], matched).left_out == {"far"}
 
 
 def test_a_candidate_saying_a_word_no_better_one_says_stays():
@@ -122,19 +122,19 @@ def test_a_candidate_saying_a_word_no_better_one_says_stays():
         "echo": [_tokens(0.5, 0.2, 0.2 + margin - 0.01 if word > 0.5 else 0.2)],
     }
     admitted = [("celery", False), ("logging", False), ("echo", False)]
-    left_out = relevance.off_focus(admitted, matched)
+    left_out = relevance.off_focus(admitted, matched).left_out
     assert "logging" not in left_out
     assert "echo" in left_out
     # Said, but not clearly more than a better-ranked candidate: it goes.
     matched["celery"] = [_tokens(0.9, 0.9, word + 0.01 - margin + 0.05)]
-    assert "logging" in relevance.off_focus(admitted, matched)
+    assert "logging" in relevance.off_focus(admitted, matched).left_out
 
 
 def test_the_kept_states_are_bounded_least_recently_used_first(monkeypatch):
     from powercontext.embedding import TokenStates
 
     focus.forget()
-    state = TokenStates(("a",), np.zeros((1, 384), dtype=np.float16))  # 768 bytes
+    state = TokenStates(("cats",), np.zeros((1, 384), dtype=np.float16))  # 768 bytes
     monkeypatch.setattr(focus, "KEPT_BYTES", 2 * state.states.nbytes)
     focus.keep("model", ["one", "two"], [state, state])
     focus.keep("model", ["one"], [state])  # used again: "two" is now the oldest
@@ -142,3 +142,22 @@ def test_the_kept_states_are_bounded_least_recently_used_first(monkeypatch):
     assert set(focus._kept) == {focus._key("model", t) for t in ("one", "three")}
     assert all(isinstance(digest, bytes) for _, digest in focus._kept)  # never the text
     focus.forget()
+
+
+def test_matches_split_one_product_by_segment():
+    unit = np.eye(3, dtype=np.float32)
+    candidate = unit[[0, 2]]  # its content rows
+    # Segment one: tokens along axes 0 and 1; segment two: axis 2 and a diagonal.
+    diagonal = np.array([[0.6, 0.8, 0.0]], dtype=np.float32)
+    found = focus.matches([unit[[0, 1]], np.vstack([unit[[2]], diagonal])], candidate)
+    assert [list(tokens) for tokens in found] == [[1.0, 0.0], pytest.approx([1.0, 0.6])]
+    assert focus.matches([], candidate) == []
+    nothing = np.empty((0, 3), dtype=np.float32)
+    assert [list(tokens) for tokens in focus.matches([unit[[0, 1]]], nothing)] == [[0.0, 0.0]]
+
+
+def test_function_words_are_not_content():
+    from powercontext.embedding import TokenStates
+
+    state = TokenStates(("how", "deploy", "the"), np.eye(3, dtype=np.float16))
+    assert focus.content(state).tolist() == [[0.0, 1.0, 0.0]]
