@@ -42,9 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.locomo import DEFAULT_TEMPLATES, load_conversation, load_templates, render  # noqa: E402
-from bench.relevance_replay import fill, packed  # noqa: E402
-from bench.restraint import DEV_PAIRS  # noqa: E402
+from bench.locomo import load_conversation, load_templates, render  # noqa: E402
+from bench.relevance_replay import dev_data_arguments, fill, packed  # noqa: E402
 from bench.vector_bench import setup_django  # noqa: E402
 
 # The admitted candidates whose focus is measured (relevance.FOCUS_WINDOW).
@@ -288,11 +287,7 @@ def figures(everything: Sequence[Asked], packs: Sequence[list[str]]) -> dict[str
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--files", required=True, help="coding-memory project JSONs (a glob)")
-    parser.add_argument("--locomo", required=True, help="a directory of LoCoMo JSONs")
-    parser.add_argument("--pairs", default=DEV_PAIRS, help="asked:stored conversations")
-    parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
-    parser.add_argument("--home", help="where the scopes are kept (default: a new directory)")
+    dev_data_arguments(parser)
     parser.add_argument("--spreads", default=SPREADS, help="values of D, comma-separated")
     parser.add_argument("--max-bytes", type=int, default=8000)
     parser.add_argument("--limit", type=int, default=None, help="prompts/questions per file")

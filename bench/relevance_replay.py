@@ -178,13 +178,19 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def dev_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options naming the dev data and where its scopes are kept (this bench's and
+    bench/focus_gate.py's)."""
     parser.add_argument("--files", required=True, help="coding-memory project JSONs (a glob)")
     parser.add_argument("--locomo", required=True, help="a directory of LoCoMo JSONs")
     parser.add_argument("--pairs", default=DEV_PAIRS, help="asked:stored conversations")
     parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
     parser.add_argument("--home", help="where the scopes are kept (default: a new directory)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    dev_data_arguments(parser)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--cap-unanchored", type=int, metavar="N")
     parser.add_argument("--max-bytes", type=int, default=8000)
