@@ -292,8 +292,8 @@ class Embedder:
 class TokenStates:
     """A text's word tokens as the model read them: the WordPiece tokens holding a letter
     or a digit (not [CLS], [SEP] or punctuation, cut where the model cuts the text) and
-    their last hidden states, L2-normalised, float16 (half the memory; a cosine moves by
-    about 1e-3)."""
+    their last hidden states, L2-normalised, float16 (half the memory: they are kept,
+    ``powercontext.search.focus``)."""
 
     tokens: tuple[str, ...]
     states: np.ndarray

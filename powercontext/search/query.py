@@ -35,7 +35,7 @@ class Query:
     segments: list[list[str]] | None = None
     vectors: tuple[Any, ...] | None = None
     # The texts ``vectors`` embed (a prompt's semantic segments), for their focus.
-    meant: tuple[str, ...] = ()
+    segment_texts: tuple[str, ...] = ()
     anchors: frozenset[str] = field(default_factory=frozenset)
     pack: bool = False
     fill: bool = False
@@ -49,14 +49,14 @@ class Query:
         channel cannot embed): call it where a model call may take its time."""
         terms = analyzer.query_terms(text)
         recurring = recurring_terms(terms, history)
-        meant = tuple(semantic_segments(text, recurring))
+        segment_texts = tuple(semantic_segments(text, recurring))
         return cls(
             text=text,
             terms=terms,
             recurring=recurring,
             segments=query_segments(text),
-            vectors=hybrid.query_vectors(meant),
-            meant=meant,
+            vectors=hybrid.query_vectors(segment_texts),
+            segment_texts=segment_texts,
             # A name the user keeps asking about is the subject of their questions, not
             # their boilerplate: it stays an anchor however often it recurs.
             anchors=relevance.anchors(text),
@@ -187,17 +187,17 @@ def _off_focus(
     the token states cannot be had (the channel switched off, no model)."""
     admitted = [item for item in considered if item.admitted]
     window = [item.ranked.hit.cited_id for item in admitted[: relevance.FOCUS_WINDOW]]
-    if len(admitted) < 2 or not query.meant:
+    if len(admitted) < 2 or not query.segment_texts:
         return considered
     documents = vectors.documents_of(index, scope_id=scope_id, cited_ids=window)
     keys = [key for key in window if key in documents]
-    rows = focus.rows_for([*query.meant, *(documents[key] for key in keys)])
+    rows = focus.rows_for([*query.segment_texts, *(documents[key] for key in keys)])
     if rows is None:
         return considered
-    segments = rows[: len(query.meant)]
+    segments = rows[: len(query.segment_texts)]
     matched = {
         key: focus.matches(segments, found)
-        for key, found in zip(keys, rows[len(query.meant) :], strict=True)
+        for key, found in zip(keys, rows[len(query.segment_texts) :], strict=True)
     }
     anchored = [
         (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED) for item in admitted

@@ -54,11 +54,17 @@ def test_notes_on_the_subject_that_do_not_answer_leave_the_pack_not_the_search(a
 @pytest.mark.django_db(transaction=True)
 def test_an_entry_holding_the_name_the_prompt_asks_about_stays(api, remember):
     scope = "focus2"
-    notes = [entry_id(remember(text, scope_id=scope)) for text in DEPLOY_NOTES]
-    named = entry_id(remember("Deploy notes: the HAR-1206 deploy froze prod.", scope_id=scope))
+    for text in DEPLOY_NOTES:
+        remember(text, scope_id=scope)
+    # It speaks to little of the question but holds the ticket the prompt names.
+    named = entry_id(remember("HAR-1206 is Dana's.", scope_id=scope))
     pack = cited(prepare(api, scope, "How do I roll back a bad deploy like HAR-1206?"))
-    assert notes[2] in pack
     assert named in pack
+    _, explanation = explain_context(
+        scope_id=scope, query="How do I roll back a bad deploy like HAR-1206?", max_bytes=8000
+    )
+    [row] = [row for row in explanation.candidates if row.cited_id == named]
+    assert row.reason.startswith(relevance.Verdict.ANCHORED.value)
 
 
 @pytest.mark.django_db(transaction=True)
