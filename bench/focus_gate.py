@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -51,7 +50,6 @@ WINDOW = 16
 # The memory items a pack holds at most (contextpack.builder.MAX_MEMORY_ITEMS).
 PACK_ITEMS = 8
 SPREADS = "0.08,0.1,0.12,0.15,0.18,0.2,0.25"
-_WORDPIECE = re.compile(r"^(##)?\w")
 
 
 @dataclass
@@ -144,62 +142,45 @@ def asked_everything(args: argparse.Namespace) -> list[Asked]:
 
 
 class TokenVectors:
-    """Unit vectors of a text's content tokens, in both forms (``states``, ``table``),
-    kept by text."""
+    """Unit vectors of a text's content tokens, in both forms: ``states``, the decision's
+    own (``focus.rows_for``: the shipped model's run, kept as the server keeps them), and
+    ``table``, the model's input word table at the same tokens."""
 
     def __init__(self) -> None:
         import numpy
-        import onnxruntime
 
         from powercontext.embedding import model_file, wordpiece
-        from powercontext.search.focus import FUNCTION_WORDS
 
         self._np = numpy
-        model = model_file.chosen()
-        loaded = model_file.load(model)
+        loaded = model_file.load(model_file.chosen())
         self._tokenizer = wordpiece.tokenizer(loaded.vocabulary)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(
-            str(loaded.path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._inputs = {item.name for item in self._session.get_inputs()}
-        self._output = next(o.name for o in self._session.get_outputs() if len(o.shape) == 3)
         self._path = loaded.path
-        self._function_words = FUNCTION_WORDS
         self._table: Any = None
-        self._kept: dict[tuple[str, str], Any] = {}
-
-    def _content(self, text: str) -> tuple[list[int], list[int]]:
-        encoding = self._tokenizer.encode(text)
-        at = [
-            index
-            for index, token in enumerate(encoding.tokens)
-            if token not in ("[CLS]", "[SEP]")
-            and _WORDPIECE.match(token)
-            and token not in self._function_words
-        ]
-        return encoding.ids, at
-
-    def _unit(self, rows: Any) -> Any:
-        return rows / self._np.maximum(self._np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        self._tables: dict[str, Any] = {}
 
     def states(self, text: str) -> Any:
-        if ("states", text) not in self._kept:
-            ids, at = self._content(text)
-            array = self._np.array([ids], dtype=self._np.int64)
-            feeds = {"input_ids": array, "attention_mask": self._np.ones_like(array)}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = self._np.zeros_like(array)
-            (hidden,) = self._session.run([self._output], feeds)
-            self._kept[("states", text)] = self._unit(hidden[0][at])
-        return self._kept[("states", text)]
+        from powercontext.search import focus
+
+        rows = focus.rows_for([text])
+        if rows is None:
+            raise SystemExit("the semantic channel cannot embed: no token states to measure")
+        return rows[0]
 
     def table(self, text: str) -> Any:
-        if ("table", text) not in self._kept:
-            ids, at = self._content(text)
-            self._kept[("table", text)] = self._unit(self._word_table()[[ids[i] for i in at]])
-        return self._kept[("table", text)]
+        from powercontext.embedding.model import is_word_token
+        from powercontext.search.focus import FUNCTION_WORDS
+
+        if text not in self._tables:
+            encoding = self._tokenizer.encode(text)
+            ids = [
+                token_id
+                for token_id, token in zip(encoding.ids, encoding.tokens, strict=True)
+                if is_word_token(token) and token not in FUNCTION_WORDS
+            ]
+            rows = self._word_table()[ids]
+            norms = self._np.maximum(self._np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+            self._tables[text] = rows / norms
+        return self._tables[text]
 
     def _word_table(self) -> Any:
         """The input word embeddings, dequantised (int8 with a scale per row in the int8
@@ -324,30 +305,32 @@ def main(argv: Sequence[str] | None = None) -> None:
             shown = "without" if spread is None else spread
             print(f"{form} | {shown} | " + _row(figures(everything, packs)))
         print(f"# {form}: {encoded} candidates scored in {seconds:.1f} s (texts kept once each)")
-    _print_cost(vectors, everything)
+    _print_cost(everything)
 
 
 def _row(values: dict[str, float]) -> str:
     return " | ".join(f"{value:.1f}" for value in values.values())
 
 
-def _print_cost(vectors: TokenVectors, everything: Sequence[Asked]) -> None:
-    """What the states form would cost a prepare that encodes its window's candidates:
-    the median time to encode a coding pack's first eight admitted texts, one by one."""
+def _print_cost(everything: Sequence[Asked]) -> None:
+    """What the states form costs a prepare whose window's texts are not kept (a restarted
+    server): the median time of ``focus.rows_for`` over a coding pack's first eight
+    admitted texts, with nothing kept."""
+    from powercontext.search import focus
+
     times = []
     for asked in everything:
         if asked.kind != "coding":
             continue
         texts = [asked.texts[key] for key, _ in asked.admitted[:8] if key in asked.texts]
+        focus.forget()
         started = time.perf_counter()
-        for text in texts:
-            vectors._kept.pop(("states", text), None)
-            vectors.states(text)
+        focus.rows_for(texts)
         times.append((time.perf_counter() - started) * 1000)
     if times:
         print(
-            f"# states: encoding a coding pack's first 8 admitted texts, median "
-            f"{statistics.median(times):.1f} ms (one thread)"
+            f"# states: a coding pack's first 8 admitted texts with nothing kept, median "
+            f"{statistics.median(times):.1f} ms"
         )
 
 

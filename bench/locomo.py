@@ -23,7 +23,7 @@ latency is in-process (no HTTP) and not comparable with the server's.
     .venv/bin/python bench/locomo.py            # the five development conversations
     .venv/bin/python bench/locomo.py --ci       # one conversation, bare + one template
 
-Only ever tune on ../shared/data/locomo-dev (the other five conversations are held out).
+Only ever tune on the LoCoMo dev split (the other five conversations are held out).
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ search write nothing, so the cold pass leaves a scope as a fresh one for the cap
    remember stands for the earlier identical entry), then every prompt, whole, to
    ``POST /v1/context/prepare {max_bytes: 8000}``, captured (captured pass), then to
    ``POST /v1/memory/search {limit: 8}``: the order and the scores of
-   ../shared/tools/codingbench.py. Over answerable prompts: pack precision *per prompt*
-   (the mean, over prompts with a non-empty pack, of the share of its items that are
-   relevant: codingbench's figure and the headline), pack precision *micro* (relevant
+   the coding-memory dev set's own scoring tool. Over answerable prompts: pack precision
+   *per prompt* (the mean, over prompts with a non-empty pack, of the share of its items
+   that are relevant: codingbench's figure and the headline), pack precision *micro* (relevant
    items over all injected items: of answerable prompts, and of every prompt, where a
    no-answer prompt's items all count as irrelevant), items per pack, recall_any/all of
    the pack and of search (recall@8). Over no-answer prompts: the share with an empty
@@ -37,7 +37,7 @@ search write nothing, so the cold pass leaves a scope as a fresh one for the cap
 3. **Cross-conversation** (``--locomo DIR``, ``--pairs Q:S,...``): conversation S's turns
    in a fresh scope (``[<session date>] <speaker>: <text>``, kind ``fact``), conversation
    Q's category 1-4 questions asked there (nothing answers them), as
-   ../shared/tools/crossconv.py: the share of empty packs and the mean items.
+   the LoCoMo dev set's cross-conversation tool: the share of empty packs and the mean items.
 
 Every scope is filled before any prompt is asked: FTS5's bm25 statistics are the whole
 table's, so a scope's ranking depends on what the database holds, and that is then the same

@@ -299,9 +299,14 @@ class TokenStates:
     states: np.ndarray
 
 
+def is_word_token(token: str) -> bool:
+    """Whether a WordPiece token is (part of) a word: holds a letter or a digit and is not
+    [CLS], [SEP] or [UNK]."""
+    return token not in ("[CLS]", "[SEP]", "[UNK]") and any(char.isalnum() for char in token)
+
+
 def _word_tokens(numpy: Any, tokens: Sequence[str], hidden: np.ndarray) -> TokenStates:
-    kept = [at for at, token in enumerate(tokens) if any(char.isalnum() for char in token)]
-    kept = [at for at in kept if tokens[at] not in ("[CLS]", "[SEP]", "[UNK]")]
+    kept = [at for at, token in enumerate(tokens) if is_word_token(token)]
     rows = hidden[kept]
     norms = numpy.maximum(numpy.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
     return TokenStates(tuple(tokens[at] for at in kept), (rows / norms).astype(numpy.float16))
