@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from powercontext.search import analyzer, focus, hybrid, relevance, vectors
+from powercontext.search import analyzer, focus, fusion, hybrid, relevance, vectors
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
@@ -183,8 +183,9 @@ def _off_focus(
 ) -> list[hybrid.Considered]:
     """``considered`` with the admitted candidates that speak to far less of the prompt
     than the best left out (``relevance.off_focus``), each candidate of the window with
-    its focus. A Context Pack's: the next candidates take their places. Unchanged when
-    the token states cannot be had (the channel switched off, no model)."""
+    its focus, and the window ordered with their focus (``_focus_order``). A Context
+    Pack's: the next candidates take their places. Unchanged when the token states cannot
+    be had (the channel switched off, no model)."""
     admitted = [item for item in considered if item.admitted]
     window = [item.ranked.hit.cited_id for item in admitted[: relevance.FOCUS_WINDOW]]
     if len(admitted) < 2 or not query.segment_texts:
@@ -203,13 +204,38 @@ def _off_focus(
         (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED) for item in admitted
     ]
     judged = relevance.off_focus(anchored, matched)
-    return [
-        replace(
-            item,
-            verdict=relevance.Verdict.OFF_FOCUS if key in judged.left_out else item.verdict,
-            focus=judged.focus[key],
-        )
-        if (key := item.ranked.hit.cited_id) in judged.focus and item.admitted
-        else item
-        for item in considered
+    return _focus_order(
+        [
+            replace(
+                item,
+                verdict=relevance.Verdict.OFF_FOCUS if key in judged.left_out else item.verdict,
+                focus=judged.focus[key],
+            )
+            if (key := item.ranked.hit.cited_id) in judged.focus and item.admitted
+            else item
+            for item in considered
+        ],
+        judged.lift,
+    )
+
+
+def _focus_order(
+    considered: list[hybrid.Considered], lift: dict[str, float]
+) -> list[hybrid.Considered]:
+    """``considered`` with the admitted candidates of the window in ``fusion.with_focus``
+    order by their focus ``lift`` (``relevance.Focused``), in the places they held: a
+    Context Pack's first eight are those that speak most to the prompt among those it
+    ranks first."""
+    places = [
+        at
+        for at, item in enumerate(considered)
+        if item.admitted and item.ranked.hit.cited_id in lift
     ]
+    if len(places) < 2:
+        return considered
+    by_key = {considered[at].ranked.hit.cited_id: considered[at] for at in places}
+    order = fusion.with_focus([(key, item.ranked.score, lift[key]) for key, item in by_key.items()])
+    reordered = list(considered)
+    for at, key in zip(places, order, strict=True):
+        reordered[at] = by_key[key]
+    return reordered

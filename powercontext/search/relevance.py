@@ -48,7 +48,7 @@ from a search); only candidates proposed by meaning alone are judged there.
 import re
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -457,10 +457,16 @@ def duplicates(
 @dataclass(frozen=True)
 class Focused:
     """``focus``: each judged candidate's focus (on the segment it speaks to most);
-    ``left_out``: the candidates :func:`off_focus` leaves out."""
+    ``left_out``: the candidates :func:`off_focus` leaves out; ``lift``: how far each
+    judged candidate's focus stands above the window's median focus on the same segment,
+    on the segment where it stands out most (``fusion.with_focus`` orders a pack's window
+    by it). Copies of a note that repeats one of a long prompt's instructions word for
+    word stand out on no segment (each is as near as the others); the answer to the
+    question the instructions wrap stands out on the question."""
 
     focus: dict[str, float]
     left_out: frozenset[str]
+    lift: dict[str, float] = field(default_factory=dict)
 
 
 def off_focus(
@@ -485,6 +491,11 @@ def off_focus(
     if not window:
         return Focused(focused, frozenset())
     best = [max(values) for values in zip(*window, strict=True)]
+    typical = [float(np.median(values)) for values in zip(*window, strict=True)]
+    lift = {
+        key: max((value - usual for value, usual in zip(values, typical, strict=True)), default=0.0)
+        for key, values in means.items()
+    }
     left_out = set()
     better: list[str] = []
     for key, anchored in admitted:
@@ -497,7 +508,7 @@ def off_focus(
                 left_out.add(key)
         if key in matched:
             better.append(key)
-    return Focused(focused, frozenset(left_out))
+    return Focused(focused, frozenset(left_out), lift)
 
 
 def _focus_means(segments: Sequence[Any]) -> list[float]:

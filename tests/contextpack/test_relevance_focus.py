@@ -118,6 +118,26 @@ def test_a_candidate_is_compared_with_the_best_on_the_segment_it_speaks_to():
     assert relevance.off_focus([*admitted, ("later", False)], matched).left_out == {"far"}
 
 
+def test_the_lift_is_against_the_windows_median_on_each_segment():
+    # Copies of a note repeating an instruction word for word, and the answer to the
+    # question: the copies speak to their segment as much as each other, so none stands
+    # out; the answer stands out on the question.
+    copies = {f"copy{n}": [_tokens(0.9, 0.9), _tokens(0.1, 0.1)] for n in range(4)}
+    matched = {**copies, "answer": [_tokens(0.2, 0.2), _tokens(0.5, 0.5)]}
+    admitted = [(key, False) for key in matched]
+    lift = relevance.off_focus(admitted, matched).lift
+    assert lift["answer"] == pytest.approx(0.4)
+    assert all(lift[key] == pytest.approx(0.0) for key in copies)
+    # One such note alone stands out on its instruction.
+    alone = {
+        "rules": copies["copy0"],
+        "answer": matched["answer"],
+        "other": [_tokens(0.2, 0.2), _tokens(0.3, 0.3)],
+    }
+    lift = relevance.off_focus([(key, False) for key in alone], alone).lift
+    assert lift == pytest.approx({"rules": 0.7, "answer": 0.2, "other": 0.0})
+
+
 def test_a_candidate_saying_a_word_no_better_one_says_stays():
     word, margin = relevance.FOCUS_WORD, relevance.FOCUS_WORD_MARGIN
     # "configure celery logging": the first answer says configure and celery; the second

@@ -3,7 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from powercontext.search.fusion import LEXICAL, SEMANTIC, fuse
+from powercontext.search import fusion
+from powercontext.search.fusion import LEXICAL, SEMANTIC, fuse, with_focus
 
 
 def test_a_candidate_of_one_channel_is_kept_and_says_which() -> None:
@@ -52,3 +53,34 @@ def test_no_candidate_vanishes_and_scores_stay_in_range(lexical, semantic) -> No
     assert {hit.key for hit in fused} == lexical.keys() | semantic.keys()
     assert all(0.0 <= hit.score <= 1.0 + 1e-9 for hit in fused)
     assert [hit.score for hit in fused] == sorted((hit.score for hit in fused), reverse=True)
+
+
+def test_the_focus_reorders_a_window_of_near_scores() -> None:
+    # Two turns that name the speaker score alike; the one that speaks to the question
+    # (the best focus) comes first, and one ahead by more than the focus weight stays.
+    window = [("first", 1.0, 0.30), ("subject", 0.46, 0.35), ("answer", 0.45, 0.70)]
+    assert with_focus(window) == ["first", "answer", "subject"]
+    assert with_focus([("a", 0.9, 0.2), ("b", 0.1, 0.9)]) == ["a", "b"]
+
+
+def test_equal_focus_keeps_the_fused_order() -> None:
+    window = [("c", 0.9, 0.5), ("a", 0.5, 0.5), ("b", 0.5, 0.5)]
+    assert with_focus(window) == ["c", "a", "b"]
+    assert with_focus([]) == []
+
+
+def test_the_focus_weight_moves_the_order(monkeypatch) -> None:
+    window = [("words", 0.8, 0.2), ("focus", 0.5, 0.6)]
+    monkeypatch.setattr(fusion, "FOCUS_WEIGHT", 0.2)
+    assert with_focus(window) == ["words", "focus"]
+    monkeypatch.setattr(fusion, "FOCUS_WEIGHT", 0.5)
+    assert with_focus(window) == ["focus", "words"]
+
+
+@given(
+    st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(-1.0, 1.0)), max_size=16).map(
+        lambda rows: [(str(at), score, focus) for at, (score, focus) in enumerate(rows)]
+    )
+)
+def test_the_focus_order_keeps_every_candidate(window) -> None:
+    assert sorted(with_focus(window)) == sorted(key for key, _, _ in window)
