@@ -193,6 +193,7 @@ def ranked(
     lexical_keys = {hit.cited_id for hit in lexical}
     content = [term for term in query.terms if term not in STOP_TERMS]
     # A query of one word ("deployment", a tag) names one thing, as an identifier does.
+    names = query.anchor_names | {frozenset(content)} if len(content) == 1 else query.anchor_names
     anchors = query.anchors | frozenset(content) if len(content) == 1 else query.anchors
     anchors_only = bool(content) and all(term in anchors for term in content)
     anchors_known = frozenset(term for term in anchors if term in weights)
@@ -220,6 +221,7 @@ def ranked(
                 similarity=similarity.get(hit.key, farthest),
                 coverage=relevance.coverage(terms, weights, segments),
                 terms=terms,
+                names=relevance.held(names, terms),
                 readable=relevance.readable(by_id[hit.key].searchable_text),
                 subjects=terms & subjects,
                 held=held,

@@ -37,6 +37,8 @@ class Query:
     # The texts ``vectors`` embed (a prompt's semantic segments), for their focus.
     segment_texts: tuple[str, ...] = ()
     anchors: frozenset[str] = field(default_factory=frozenset)
+    # Each name the anchors come from, as the terms an entry must hold together.
+    anchor_names: frozenset[frozenset[str]] = field(default_factory=frozenset)
     pack: bool = False
     fill: bool = False
     lexical: bool = True
@@ -50,6 +52,7 @@ class Query:
         terms = analyzer.query_terms(text)
         recurring = recurring_terms(terms, history)
         segment_texts = tuple(semantic_segments(text, recurring))
+        names = relevance.anchor_names(text)
         return cls(
             text=text,
             terms=terms,
@@ -59,7 +62,8 @@ class Query:
             segment_texts=segment_texts,
             # A name the user keeps asking about is the subject of their questions, not
             # their boilerplate: it stays an anchor however often it recurs.
-            anchors=relevance.anchors(text),
+            anchors=relevance.anchor_terms(names),
+            anchor_names=names,
             pack=True,
         )
 
@@ -69,11 +73,13 @@ class Query:
     ) -> "Query":
         """A deliberate search for ``text``: every entry holding its words, and with
         ``vector`` (its embedding) the ones near it in meaning."""
+        names = relevance.anchor_names(text)
         return cls(
             text=text,
             terms=analyzer.query_terms(text),
             vectors=None if vector is None else (vector,),
-            anchors=relevance.anchors(text),
+            anchors=relevance.anchor_terms(names),
+            anchor_names=names,
             fill=True,
             lexical=lexical,
             vectors_required=required,
@@ -87,6 +93,7 @@ class Query:
             recurring=self.recurring,
             segments=self.segments,
             anchors=self.anchors,
+            anchor_names=self.anchor_names,
             pack=self.pack,
             fill=self.fill,
         )

@@ -156,6 +156,14 @@ class Evidence:
     held: int = 0
     # The share of the query's segments it holds a weighted word of (``spread``).
     spread: float = 0.0
+    # The query's anchor terms it holds as whole names (``held``); None: each of its
+    # ``terms`` counts.
+    names: frozenset[str] | None = None
+
+    @property
+    def named(self) -> frozenset[str]:
+        """The terms that say which of the query's anchors it holds."""
+        return self.terms if self.names is None else self.names
 
 
 # Words that name something: identifiers with digits or underscores, inner capitals
@@ -166,9 +174,11 @@ _WORD = re.compile(r"[^\W_](?:[\w]|[.-](?=\w))*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s|[.!?:;]$")
 
 
-def anchors(text: str) -> frozenset[str]:
-    """The analyzer terms of ``text``'s names and identifiers (see the module's docstring)."""
-    found: set[str] = set()
+def anchor_names(text: str) -> frozenset[frozenset[str]]:
+    """``text``'s names and identifiers (see the module's docstring), each as the analyzer
+    terms an entry must hold together to hold it: ``release-3.14.2-rc1`` is one name of
+    five terms, and an entry saying "net 14" does not hold it."""
+    found: set[frozenset[str]] = set()
     for line in text.splitlines():
         at_start, end = True, 0
         for match in _WORD.finditer(line):
@@ -179,13 +189,28 @@ def anchors(text: str) -> frozenset[str]:
             parts = [word] if _is_identifier(word) else re.split(r"[.-]", word)
             for part in parts:
                 if _is_anchor(part, at_start):
-                    found.update(
-                        term
-                        for term in analyzer.tokens(part)
-                        if term not in STOP_TERMS and len(term) > 1
-                    )
+                    name = frozenset(t for t in analyzer.tokens(part) if t not in STOP_TERMS)
+                    if any(len(term) > 1 for term in name):
+                        found.add(name)
             at_start, end = False, match.end()
     return frozenset(found)
+
+
+def anchors(text: str) -> frozenset[str]:
+    """The anchor terms of ``text`` (``anchor_terms`` of its ``anchor_names``)."""
+    return anchor_terms(anchor_names(text))
+
+
+def anchor_terms(names: Collection[frozenset[str]]) -> frozenset[str]:
+    """The anchor terms of ``names`` (``anchor_names``): their terms of two characters or
+    more (a lone digit of a version names nothing)."""
+    return frozenset(term for name in names for term in name if len(term) > 1)
+
+
+def held(names: Collection[frozenset[str]], terms: Collection[str]) -> frozenset[str]:
+    """The terms of the ``names`` that ``terms`` (an entry's) hold whole."""
+    have = set(terms)
+    return frozenset(term for name in names if name <= have for term in name)
 
 
 def _is_identifier(word: str) -> bool:
@@ -309,7 +334,7 @@ def judge(
     best = max(similarities, default=None)
     picking = set(anchors_known)
     known = picking | set(anchors_common)
-    anchored = [c for c in candidates if c.terms & known]
+    anchored = [c for c in candidates if c.named & known]
     verdicts = [
         _verdict(
             candidate,
@@ -359,7 +384,7 @@ def _verdict(
     similarity = candidate.similarity
     if pack and candidate.held >= WORD_LIST_HELD and candidate.spread >= WORD_LIST_SPREAD:
         return Verdict.WORD_LIST
-    if candidate.terms & set(anchors_known):
+    if candidate.named & set(anchors_known):
         return Verdict.ANCHORED
     if candidate.lexical and not pack:
         return Verdict.WORDS_KEPT
@@ -392,7 +417,7 @@ def _verdict(
 def _answers(candidate: Evidence, verdict: Verdict, picking: Collection[str]) -> bool:
     if verdict not in ADMITTED:
         return False
-    if verdict is Verdict.ANCHORED and candidate.terms & set(picking):
+    if verdict is Verdict.ANCHORED and candidate.named & set(picking):
         return True
     similarity = candidate.similarity
     if similarity is None:

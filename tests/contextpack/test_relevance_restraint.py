@@ -201,6 +201,20 @@ def test_a_note_of_common_words_is_not_an_answer_to_a_long_prompt(api, remember)
     assert note in search(api, scope, "staging deploy logs")
 
 
+def test_an_identifier_is_held_whole_not_by_a_number_of_it(api, remember):
+    # "net 14" holds the 14 of release-3.14.2-rc1, not the release: the question is about
+    # a version string the scope never saw.
+    remember(
+        "Default payment terms are net 14 days; enterprise contracts set their own.", scope_id="r9"
+    )
+    remember("Invoices are numbered per legal entity and fiscal year.", scope_id="r9")
+    prompt = "Write a regex that pulls the version out of strings like 'release-3.14.2-rc1'."
+    assert prepare(api, "r9", prompt)["status"] == "empty"
+    # The whole identifier still finds the entry that holds it.
+    held = remember("The hotfix shipped as release-3.14.2-rc1 on Monday.", scope_id="r9")
+    assert cited(prepare(api, "r9", prompt)) == [held["entry"]["citation"]["entry_id"]]
+
+
 # -- the pure rules ----------------------------------------------------------------------
 
 
@@ -211,6 +225,18 @@ def test_anchors_are_names_and_identifiers_not_sentence_starts_or_acronyms():
     assert relevance.anchors("Follow AGENTS.md, then ask about GraphQL.") == {"graphql"}
     assert relevance.anchors("Ticket HAR-1101: fix cancel_at") == {"har", "1101", "cancel_at"}
     assert relevance.anchors("Can I ship this to prod on Friday, or wait for May?") == set()
+
+
+def test_an_entry_holds_a_name_when_it_holds_all_its_terms():
+    names = relevance.anchor_names("Ticket HAR-1101, release-3.14.2-rc1 and cancel_at")
+    assert names == {
+        frozenset({"har", "1101"}),
+        frozenset({"releas", "3", "14", "2", "rc1"}),
+        frozenset({"cancel_at"}),
+    }
+    assert relevance.anchor_terms(names) == {"har", "1101", "releas", "14", "rc1", "cancel_at"}
+    assert relevance.held(names, {"net", "14", "har", "cancel_at"}) == {"cancel_at"}
+    assert relevance.held(names, {"har", "1101", "fix"}) == {"har", "1101"}
 
 
 def test_an_anchor_picks_entries_out_while_few_hold_it():
