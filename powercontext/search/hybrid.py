@@ -221,7 +221,7 @@ def ranked(
                 similarity=similarity.get(hit.key, farthest),
                 coverage=relevance.coverage(terms, weights, segments),
                 terms=terms,
-                names=relevance.held(names, terms),
+                anchors_held=relevance.held(names, terms),
                 readable=relevance.readable(by_id[hit.key].searchable_text),
                 subjects=terms & subjects,
                 held=held,

@@ -158,12 +158,12 @@ class Evidence:
     spread: float = 0.0
     # The query's anchor terms it holds as whole names (``held``); None: each of its
     # ``terms`` counts.
-    names: frozenset[str] | None = None
+    anchors_held: frozenset[str] | None = None
 
     @property
-    def named(self) -> frozenset[str]:
+    def anchor_terms_held(self) -> frozenset[str]:
         """The terms that say which of the query's anchors it holds."""
-        return self.terms if self.names is None else self.names
+        return self.terms if self.anchors_held is None else self.anchors_held
 
 
 # Words that name something: identifiers with digits or underscores, inner capitals
@@ -194,11 +194,6 @@ def anchor_names(text: str) -> frozenset[frozenset[str]]:
                         found.add(name)
             at_start, end = False, match.end()
     return frozenset(found)
-
-
-def anchors(text: str) -> frozenset[str]:
-    """The anchor terms of ``text`` (``anchor_terms`` of its ``anchor_names``)."""
-    return anchor_terms(anchor_names(text))
 
 
 def anchor_terms(names: Collection[frozenset[str]]) -> frozenset[str]:
@@ -334,7 +329,7 @@ def judge(
     best = max(similarities, default=None)
     picking = set(anchors_known)
     known = picking | set(anchors_common)
-    anchored = [c for c in candidates if c.named & known]
+    anchored = [c for c in candidates if c.anchor_terms_held & known]
     verdicts = [
         _verdict(
             candidate,
@@ -384,7 +379,7 @@ def _verdict(
     similarity = candidate.similarity
     if pack and candidate.held >= WORD_LIST_HELD and candidate.spread >= WORD_LIST_SPREAD:
         return Verdict.WORD_LIST
-    if candidate.named & set(anchors_known):
+    if candidate.anchor_terms_held & set(anchors_known):
         return Verdict.ANCHORED
     if candidate.lexical and not pack:
         return Verdict.WORDS_KEPT
@@ -417,7 +412,7 @@ def _verdict(
 def _answers(candidate: Evidence, verdict: Verdict, picking: Collection[str]) -> bool:
     if verdict not in ADMITTED:
         return False
-    if verdict is Verdict.ANCHORED and candidate.named & set(picking):
+    if verdict is Verdict.ANCHORED and candidate.anchor_terms_held & set(picking):
         return True
     similarity = candidate.similarity
     if similarity is None:
