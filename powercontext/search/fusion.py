@@ -23,11 +23,12 @@ SEMANTIC_WEIGHT = 0.5
 # A pack's window is ordered again with each candidate's focus lift as a third channel,
 # weighed as each of the two a fused score averages (``with_focus``).
 # bench/relevance_replay.py, dev sets: LoCoMo bare 71.7 / 58.2 -> 73.8 / 61.3 %, wrapped
-# 65.1 -> 66.0 %, coding recall_any 91.2 -> 91.8 %; a plateau from 0.25 to 1.0 (LoCoMo
-# bare 73.6-73.9 / 60.9-61.3 %, wrapped 65.6-66.0 %, coding unchanged). Ordering by the
-# focus itself rather than its lift gave wrapped 68.8 %, but copies of a note repeating one
-# of a long prompt's instructions (each speaks to it word for word) pushed the answer to
-# its question out of the pack (tests/contextpack/test_relevance_long_prompt.py).
+# 65.1 -> 67.6 %, coding recall_any unchanged at 91.2 %; 0.25 to 1.0 give LoCoMo bare
+# 73.6-73.8 / 60.9-61.3 %, wrapped 67.3-67.9 %, coding unchanged. Ordering by the focus
+# itself (no median taken away: relevance.FOCUS_CROWD)
+# gave wrapped 68.8 %, but copies of a note repeating one of a long prompt's instructions
+# (each speaks to it word for word) pushed the answer to its question out of the pack
+# (tests/contextpack/test_relevance_long_prompt.py).
 FOCUS_WEIGHT = 0.5
 
 
@@ -95,8 +96,8 @@ def with_focus(window: Sequence[tuple[str, float, float]]) -> list[str]:
 
     The pooled vectors rank a prompt's subject as high as its answer (every turn of a
     conversation that names the speaker, every note on the project's billing); a pack
-    holds the first eight, and the focus lift (how much more of a prompt segment a
-    candidate speaks to, token by token, than the window's candidates commonly do:
+    holds the first eight, and the focus lift (how much of a prompt segment a candidate
+    speaks to, token by token, against what the window's candidates commonly do:
     ``relevance.Focused``) tells which of them answer."""
     lift = _stretched({key: value for key, _, value in window})
     order = sorted(

@@ -118,24 +118,30 @@ def test_a_candidate_is_compared_with_the_best_on_the_segment_it_speaks_to():
     assert relevance.off_focus([*admitted, ("later", False)], matched).left_out == {"far"}
 
 
-def test_the_lift_is_against_the_windows_median_on_each_segment():
+def test_the_lift_takes_the_windows_median_focus_away(monkeypatch):
     # Copies of a note repeating an instruction word for word, and the answer to the
-    # question: the copies speak to their segment as much as each other, so none stands
-    # out; the answer stands out on the question.
+    # question: the median of the instruction's segment is the copies' own focus, so they
+    # lift little; the answer lifts on the question.
+    monkeypatch.setattr(relevance, "FOCUS_CROWD", 0.75)
     copies = {f"copy{n}": [_tokens(0.9, 0.9), _tokens(0.1, 0.1)] for n in range(4)}
     matched = {**copies, "answer": [_tokens(0.2, 0.2), _tokens(0.5, 0.5)]}
     admitted = [(key, False) for key in matched]
     lift = relevance.off_focus(admitted, matched).lift
-    assert lift["answer"] == pytest.approx(0.4)
-    assert all(lift[key] == pytest.approx(0.0) for key in copies)
-    # One such note alone stands out on its instruction.
+    assert lift["answer"] == pytest.approx(0.5 - 0.75 * 0.1)
+    assert all(lift[key] == pytest.approx(0.9 - 0.75 * 0.9) for key in copies)
+    # One such note alone lifts on its instruction, as it says all of it.
     alone = {
         "rules": copies["copy0"],
         "answer": matched["answer"],
         "other": [_tokens(0.2, 0.2), _tokens(0.3, 0.3)],
     }
     lift = relevance.off_focus([(key, False) for key in alone], alone).lift
-    assert lift == pytest.approx({"rules": 0.7, "answer": 0.2, "other": 0.0})
+    assert lift == pytest.approx({"rules": 0.75, "answer": 0.275, "other": 0.075})
+    # With the whole median taken away, only how far each stands out counts.
+    monkeypatch.setattr(relevance, "FOCUS_CROWD", 1.0)
+    lift = relevance.off_focus(admitted, matched).lift
+    assert lift["answer"] == pytest.approx(0.4)
+    assert all(lift[key] == pytest.approx(0.0) for key in copies)
 
 
 def test_a_candidate_saying_a_word_no_better_one_says_stays():
