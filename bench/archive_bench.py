@@ -32,7 +32,6 @@ round trip or a refusal fails.
 
 import argparse
 import bisect
-import dataclasses
 import itertools
 import json
 import os
@@ -45,7 +44,14 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.served import Completed, Store, manage, markdown_table, open_store  # noqa: E402
+from bench.served import (  # noqa: E402
+    Completed,
+    Store,
+    manage,
+    markdown_table,
+    open_store,
+    patient,
+)
 
 SCOPE = "bench:archive"
 VERIFIED = re.compile(r"Verified [\d,]+ records .* in ([0-9.]+)s")
@@ -230,18 +236,6 @@ def run_size(args: argparse.Namespace, entries: int, work: Path) -> tuple[list, 
     finally:
         for store in stores:
             store.close(drop=True)
-
-
-def patient(store: Store) -> Store:
-    """``store`` with OceanBase's statement timeout raised to 10 minutes, as
-    docs/oceanbase.md says to for a large ``rebuild_index`` (its default, 10 s, cut the
-    wipe and the rebuild of 100,000 entries' projection on a loaded machine). SQLite:
-    ``store`` itself."""
-    if store.url is None:
-        return store
-    joiner = "&" if "?" in store.url else "?"
-    timeout = "init_command=SET%20ob_query_timeout%3D600000000"
-    return dataclasses.replace(store, url=f"{store.url}{joiner}{timeout}", seekdb=None)
 
 
 # Deletes the imported scope's derived Memory rows (projection and term statistics) a

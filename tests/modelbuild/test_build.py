@@ -2,6 +2,7 @@
 one, the build gives it again byte for byte, and a build stopped midway leaves nothing."""
 
 import ast
+import contextlib
 import hashlib
 import os
 import signal
@@ -142,6 +143,16 @@ def _directories(path: Path) -> list[Path]:
     return [item for item in path.iterdir() if item.is_dir()]
 
 
+def _written(scratch: Path) -> int:
+    """The bytes the build's work directories in ``scratch`` hold now (files may vanish
+    while they are counted)."""
+    total = 0
+    for path in scratch.glob(f"{build.WORK_PREFIX}*/**/*"):
+        with contextlib.suppress(FileNotFoundError):
+            total += path.stat().st_size if path.is_file() else 0
+    return total
+
+
 def _start_build(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
     out, scratch = tmp_path / "out", tmp_path / "tmp"
     out.mkdir(parents=True)
@@ -173,11 +184,17 @@ def test_a_build_stopped_midway_leaves_nothing_behind(tmp_path):
     assert list(out.iterdir()) == []
 
     process, out_killed, scratch = _start_build(tmp_path / "again")
+    # Killed once the folded graph is well under way (an 8 MiB first write was seen when
+    # killed at once), so that there is something substantial to sweep.
+    deadline = time.monotonic() + 120
+    while _written(scratch) <= 10_000_000:
+        assert process.poll() is None, "the build ended before it was killed"
+        assert time.monotonic() < deadline, "the build never wrote 10 MB"
+        time.sleep(0.05)
     process.kill()
     process.wait(60)
     assert list(out_killed.iterdir()) == []
     (left,) = _directories(scratch)
-    # Killed midway: how far it got depends on the load (30 MB seen at load 10).
     assert sum(path.stat().st_size for path in left.rglob("*")) > 10_000_000
     assert build.sweep(scratch) == [left]
     assert _directories(scratch) == []
