@@ -210,10 +210,9 @@ def anchor_terms(names: Collection[frozenset[str]]) -> frozenset[str]:
     return frozenset(term for name in names for term in name if len(term) > 1)
 
 
-def held(names: Collection[frozenset[str]], terms: Collection[str]) -> frozenset[str]:
+def held(names: Collection[frozenset[str]], terms: frozenset[str]) -> frozenset[str]:
     """The terms of the ``names`` that ``terms`` (an entry's) hold whole."""
-    have = set(terms)
-    return frozenset(term for name in names if name <= have for term in name)
+    return frozenset(term for name in names if name <= terms for term in name)
 
 
 def _is_identifier(word: str) -> bool:

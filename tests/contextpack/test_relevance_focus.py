@@ -144,6 +144,31 @@ def test_the_lift_takes_the_windows_median_focus_away(monkeypatch):
     assert all(lift[key] == pytest.approx(0.0) for key in copies)
 
 
+def test_a_packs_window_takes_the_lift_order_in_the_places_it_held():
+    from powercontext.search.indexes import IndexHit
+    from powercontext.search.query import _focus_order
+
+    def item(key, score, verdict=relevance.Verdict.MEANING, focus=0.5):
+        hit = IndexHit(key, 1, 1, score)
+        return hybrid.Considered(
+            hybrid.Ranked(hit, score, ("vector",)), 1, 0.5, verdict, focus=focus
+        )
+
+    considered = [
+        item("subject", 0.9),
+        item("left", 0.8, relevance.Verdict.OFF_FOCUS),
+        item("answer", 0.7),
+        item("past", 0.6, focus=None),
+    ]
+    # The answer lifts far more than the subject: it takes the subject's place; the
+    # candidate left out and the one past the window keep theirs.
+    order = _focus_order(considered, {"subject": 0.0, "left": 0.0, "answer": 0.4})
+    assert [c.ranked.hit.cited_id for c in order] == ["answer", "left", "subject", "past"]
+    # Lifts alike: the fused order stands.
+    alike = _focus_order(considered, {"subject": 0.2, "answer": 0.2})
+    assert alike == considered
+
+
 def test_a_candidate_saying_a_word_no_better_one_says_stays():
     word, margin = relevance.FOCUS_WORD, relevance.FOCUS_WORD_MARGIN
     # "configure celery logging": the first answer says configure and celery; the second
