@@ -19,6 +19,11 @@ first template's any; cross-conversation empties; each planted note's reach. ``-
 NAME=VALUE`` replaces a number of ``powercontext.search.relevance`` for the run;
 ``--cap-unanchored N`` measures a rule the decision does not have: a pack keeps at most N
 admitted candidates that hold no anchor of the prompt (docs/relevance.md, section 6).
+``--sweep NAME=V1,V2,...`` replays once for each value of one number, the scopes filled
+once, and prints a row of figures for each: where the decision's targets pull against
+each other (docs/relevance.md, section 6, "Where the targets conflict").
+
+    .venv/bin/python bench/relevance_replay.py ... --sweep ANSWERED_SIMILARITY=0.3,0.35,0.4
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ from bench.vector_bench import setup_django  # noqa: E402
 PLANTED_PROMPTS = 30
 
 
-def overrides(pairs: Sequence[str]) -> dict[str, float]:
-    """``NAME=VALUE`` pairs, each naming a number of the relevance module."""
+def overrides(pairs: Sequence[str], option: str = "--set") -> dict[str, float]:
+    """``NAME=VALUE`` pairs, each naming a number of the relevance module (``option``: the
+    command-line option they came with, for the error)."""
     from powercontext.search import relevance
 
     found: dict[str, float] = {}
@@ -55,7 +61,7 @@ def overrides(pairs: Sequence[str]) -> dict[str, float]:
         name, _, value = pair.partition("=")
         current = getattr(relevance, name, None)
         if not name.isupper() or isinstance(current, bool) or not isinstance(current, int | float):
-            raise SystemExit(f"--set {pair}: {name} is not a number of the relevance decision")
+            raise SystemExit(f"{option} {pair}: {name} is not a number of the relevance decision")
         found[name] = type(current)(float(value)) if isinstance(current, int) else float(value)
     return found
 
@@ -192,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     dev_data_arguments(parser)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--sweep", metavar="NAME=V1,V2,...", help="one row for each value")
     parser.add_argument("--cap-unanchored", type=int, metavar="N")
     parser.add_argument("--max-bytes", type=int, default=8000)
     parser.add_argument("--planted-prompts", type=int, default=PLANTED_PROMPTS)
@@ -215,13 +222,46 @@ def main(argv: Sequence[str] | None = None) -> None:
         cap_unanchored(args.cap_unanchored)
         print(f"# at most {args.cap_unanchored} admitted without an anchor", flush=True)
     started = time.perf_counter()
+    if args.sweep:
+        sweep(args, relevance)
+        print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
+        return
     figures = replay(args)
     print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
     for name, value in figures.items():
-        shown = f"{value:.1f} %" if isinstance(value, float) and "items" not in name else value
-        if "items" in name:
-            shown = f"{value:.2f}"
-        print(f"{name}: {shown}")
+        print(f"{name}: {shown(name, value)}")
+
+
+def shown(name: str, value: Any) -> str:
+    """A figure as printed: a share with one decimal and %, items per pack with two."""
+    if "items" in name:
+        return f"{value:.2f}"
+    return f"{value:.1f} %" if isinstance(value, float) else str(value)
+
+
+def sweep(args: argparse.Namespace, relevance: Any) -> None:
+    """A Markdown table of the figures for each value of ``args.sweep`` (NAME=V1,V2,...),
+    the other numbers as they are (or as ``--set`` put them)."""
+    name, _, values = args.sweep.partition("=")
+    settings = [
+        overrides([f"{name}={value}"], "--sweep")[name] for value in values.split(",") if value
+    ]
+    if not settings:
+        raise SystemExit(f"--sweep {args.sweep}: no value")
+    kept = getattr(relevance, name)
+    rows = []
+    try:
+        for value in settings:
+            setattr(relevance, name, value)
+            rows.append((value, replay(args)))
+            print(f"# {name} = {value} done", flush=True)
+    finally:
+        setattr(relevance, name, kept)
+    columns = list(rows[0][1])
+    print(f"| {name} | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for value, figures in rows:
+        print(f"| {value} | " + " | ".join(shown(c, figures[c]) for c in columns) + " |")
 
 
 if __name__ == "__main__":

@@ -40,3 +40,37 @@ def test_the_replay_prints_every_figure_with_a_threshold_overridden(tmp_path):
     assert "# at most 0 admitted without an anchor" in capped
     items = dict(line.split(": ", 1) for line in capped.splitlines() if not line.startswith("#"))
     assert float(items["coding items per pack"]) < float(figures["coding items per pack"])
+
+
+@pytest.mark.slow
+@sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
+def test_a_sweep_prints_a_row_for_each_value_as_a_single_run_would(tmp_path):
+    files, locomo = tiny_dev_data(tmp_path)
+    args = ["--files", str(files), "--locomo", str(locomo), "--pairs", "1:2,2:1"]
+    home = str(tmp_path / "home")
+    single = run_bench("relevance_replay.py", *args, "--home", home, "--set", "WORD_COVERAGE=1.5")
+    figures = dict(line.split(": ", 1) for line in single.splitlines() if not line.startswith("#"))
+    out = run_bench(
+        "relevance_replay.py", *args, "--home", home, "--sweep", "WORD_COVERAGE=0.45,1.5"
+    )
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    rows = {
+        cells[0]: dict(zip(header[1:], cells[1:], strict=True))
+        for cells in ([cell.strip() for cell in line.strip("|").split("|")] for line in table[2:])
+    }
+    assert header[0] == "WORD_COVERAGE"
+    assert list(rows) == ["0.45", "1.5"]
+    assert rows["1.5"] == figures
+    # No share of a segment's words reaches 1.5: the planted notes found by their words
+    # alone are left out, so each row was replayed with its own value.
+    key = "planted common-words reach"
+    assert int(rows["1.5"][key]) < int(rows["0.45"][key])
+
+
+@sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
+def test_a_sweep_names_a_number_of_the_relevance_decision(tmp_path):
+    files, locomo = tiny_dev_data(tmp_path)
+    args = ["--files", str(files), "--locomo", str(locomo), "--home", str(tmp_path / "home")]
+    with pytest.raises(AssertionError, match="--sweep Verdict=1: Verdict is not a number"):
+        run_bench("relevance_replay.py", *args, "--sweep", "Verdict=1,2")
