@@ -4,9 +4,9 @@ Experience an earlier release stored, with the chain still verifying; the desk s
 reviewers the marker, never the secret."""
 
 import io
-from urllib.parse import quote
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.core.management import call_command
 
 from experience.models import Candidate, CandidateVersion
