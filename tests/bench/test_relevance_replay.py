@@ -1,6 +1,9 @@
 """bench/relevance_replay.py: the in-process replay of the restraint figures, end to end on
 the tiny synthetic data of test_restraint.py, and its threshold overrides."""
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from bench.relevance_replay import overrides
@@ -19,40 +22,44 @@ def test_overrides_take_numbers_of_the_relevance_decision_only():
             overrides([wrong])
 
 
+def replay(tmp_path, *options):
+    """The replay's stdout on the tiny dev data, its scopes kept in ``tmp_path`` (a second
+    replay reads them)."""
+    files, locomo = tiny_dev_data(Path(tempfile.mkdtemp(dir=tmp_path)))
+    args = ["--files", str(files), "--locomo", str(locomo), "--pairs", "1:2,2:1"]
+    return run_bench("relevance_replay.py", *args, "--home", str(tmp_path / "home"), *options)
+
+
+def figures_of(out):
+    """{figure: as printed} of a single run's stdout."""
+    return dict(line.split(": ", 1) for line in out.splitlines() if not line.startswith("#"))
+
+
 @pytest.mark.slow
 @sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
 def test_the_replay_prints_every_figure_with_a_threshold_overridden(tmp_path):
-    files, locomo = tiny_dev_data(tmp_path)
-    args = ["--files", str(files), "--locomo", str(locomo), "--pairs", "1:2,2:1"]
-    home = str(tmp_path / "home")
-    out = run_bench("relevance_replay.py", *args, "--home", home, "--set", "WORD_COVERAGE=0.5")
+    out = replay(tmp_path, "--set", "WORD_COVERAGE=0.5")
     assert "# WORD_COVERAGE = 0.5" in out
-    figures = dict(line.split(": ", 1) for line in out.splitlines() if not line.startswith("#"))
+    figures = figures_of(out)
     # Every answerable prompt of the tiny project shares its key words with its entry.
     assert figures["coding recall_any"] == "100.0 %"
     for name in ("LoCoMo bare any", "cross-conversation empty", "planted boilerplate reach"):
         assert name in figures
     # A second run in the same home reads the kept scopes: the same figures.
-    again = run_bench("relevance_replay.py", *args, "--home", home, "--set", "WORD_COVERAGE=0.5")
+    again = replay(tmp_path, "--set", "WORD_COVERAGE=0.5")
     assert again.splitlines()[2:] == out.splitlines()[2:]
     # The measured cap: no pack holds more than it allows without an anchor.
-    capped = run_bench("relevance_replay.py", *args, "--home", home, "--cap-unanchored", "0")
+    capped = replay(tmp_path, "--cap-unanchored", "0")
     assert "# at most 0 admitted without an anchor" in capped
-    items = dict(line.split(": ", 1) for line in capped.splitlines() if not line.startswith("#"))
+    items = figures_of(capped)
     assert float(items["coding items per pack"]) < float(figures["coding items per pack"])
 
 
 @pytest.mark.slow
 @sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
 def test_a_sweep_prints_a_row_for_each_value_as_a_single_run_would(tmp_path):
-    files, locomo = tiny_dev_data(tmp_path)
-    args = ["--files", str(files), "--locomo", str(locomo), "--pairs", "1:2,2:1"]
-    home = str(tmp_path / "home")
-    single = run_bench("relevance_replay.py", *args, "--home", home, "--set", "WORD_COVERAGE=1.5")
-    figures = dict(line.split(": ", 1) for line in single.splitlines() if not line.startswith("#"))
-    out = run_bench(
-        "relevance_replay.py", *args, "--home", home, "--sweep", "WORD_COVERAGE=0.45,1.5"
-    )
+    figures = figures_of(replay(tmp_path, "--set", "WORD_COVERAGE=1.5"))
+    out = replay(tmp_path, "--sweep", "WORD_COVERAGE=0.45,1.5")
     table = [line for line in out.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in table[0].strip("|").split("|")]
     rows = {
@@ -70,7 +77,5 @@ def test_a_sweep_prints_a_row_for_each_value_as_a_single_run_would(tmp_path):
 
 @sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
 def test_a_sweep_names_a_number_of_the_relevance_decision(tmp_path):
-    files, locomo = tiny_dev_data(tmp_path)
-    args = ["--files", str(files), "--locomo", str(locomo), "--home", str(tmp_path / "home")]
     with pytest.raises(AssertionError, match="--sweep Verdict=1: Verdict is not a number"):
-        run_bench("relevance_replay.py", *args, "--sweep", "Verdict=1,2")
+        replay(tmp_path, "--sweep", "Verdict=1,2")
