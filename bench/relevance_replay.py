@@ -62,7 +62,11 @@ def overrides(pairs: Sequence[str], option: str = "--set") -> dict[str, float]:
         current = getattr(relevance, name, None)
         if not name.isupper() or isinstance(current, bool) or not isinstance(current, int | float):
             raise SystemExit(f"{option} {pair}: {name} is not a number of the relevance decision")
-        found[name] = type(current)(float(value)) if isinstance(current, int) else float(value)
+        try:
+            number = float(value)
+        except ValueError:
+            raise SystemExit(f"{option} {pair}: {value!r} is not a number") from None
+        found[name] = type(current)(number) if isinstance(current, int) else number
     return found
 
 

@@ -17,7 +17,7 @@ def test_overrides_take_numbers_of_the_relevance_decision_only():
         "WORD_COVERAGE": 0.3,
         "WORD_LIST_HELD": 9,
     }
-    for wrong in ("ADMITTED=1", "Verdict=1", "readable=1", "NO_SUCH_NUMBER=1"):
+    for wrong in ("ADMITTED=1", "Verdict=1", "readable=1", "NO_SUCH_NUMBER=1", "WORD_COVERAGE=a"):
         with pytest.raises(SystemExit):
             overrides([wrong])
 
