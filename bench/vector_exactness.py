@@ -1,6 +1,7 @@
 """How exact SQLite's vector search is on real embeddings, against an exact float scan.
 
-    .venv/bin/python bench/vector_exactness.py --entries 30000 --cache /tmp/vectors.npz
+    .venv/bin/python bench/vector_exactness.py --locomo <locomo-dev> --entries 30000 \
+        --cache /tmp/vectors.npz
 
 ``powercontext.search.vector_sqlite`` finds candidates by 2-bit codes and rescores them by
 exact cosine: a row of the true ``k`` nearest is missed only when its code put it outside
@@ -104,7 +105,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=30000)
     parser.add_argument("--sizes", default="10000,30000", help="scope sizes measured")
     parser.add_argument("--candidates", default="256,512,1056,2048")
-    parser.add_argument("--locomo", default=str(ROOT.parent / "shared" / "data" / "locomo-dev"))
+    parser.add_argument("--locomo", required=True, help="LoCoMo JSON directory (the dev split)")
     parser.add_argument("--cache", help="an .npz of the embeddings (written if missing)")
     parser.add_argument("--sign-bits", action="store_true", help="also sign-bit candidates")
     parser.add_argument(

@@ -1,6 +1,7 @@
 """bench/locomo.py's small configuration (one conversation, bare + one template) runs in
-CI, so it cannot rot. Only that it completes and prints its table is checked: its figures
-are measurements, not targets."""
+CI, so it cannot rot: on a small conversation written here in the LoCoMo format (the dev
+split is not part of the repository). Only that it completes and prints its table is
+checked: its figures are measurements, not targets."""
 
 import json
 from pathlib import Path
@@ -8,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.bench.runner import run_bench
+from tests.bench.test_restraint import conversation
 from tests.conftest import sqlite_only
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev"
 TEMPLATES = REPO_ROOT / "bench" / "prompts" / "locomo_templates.json"
 
 
@@ -27,9 +28,28 @@ def test_committed_templates_wrap_one_question_in_300_to_1500_bytes():
 
 @pytest.mark.slow
 @sqlite_only("the benchmark measures the SQLite deployment; it runs in the SQLite pass")
-@pytest.mark.skipif(not DATA.is_dir(), reason="the LoCoMo development split is not present")
 def test_locomo_ci_configuration_completes_and_prints_the_table(tmp_path):
-    out = run_bench("locomo.py", "--home", str(tmp_path / "home"))
+    data = tmp_path / "locomo"
+    data.mkdir()
+    chat = conversation(
+        "Ann",
+        [
+            "I adopted a cat named Miso last spring.",
+            "My bakery in Lyon opens at six every morning.",
+            "We went hiking in the Alps in July.",
+            "My sister Lea teaches piano in Geneva.",
+        ],
+        [
+            ("What is Ann's cat called?", 1),
+            ("Where is Ann's bakery?", 2),
+            ("When did Ann go hiking?", 3),
+            ("What does Ann's sister teach?", 4),
+        ],
+    )
+    (data / "7.json").write_text(json.dumps(chat), encoding="utf-8")
+    out = run_bench(
+        "locomo.py", "--data", str(data), "--conversations", "7", "--home", str(tmp_path / "home")
+    )
     assert "| policy | prompt | questions | cites all | cites any |" in out
     for policy in ("tuned, cold (HTTP)", "tuned, prompts captured (HTTP)", "naive (in-process)"):
         assert f"| {policy} | bare |" in out
