@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.served import percentile  # noqa: E402
+
 # The model's tokens are about four characters of English: 300 characters of prompt and
 # an entry of some 200 fill about 125 of its 256.
 PROMPT_CHARACTERS = 300
@@ -79,11 +81,6 @@ def measure(
             pairs_ms.append(timed(lambda pairs=pairs: embed(pairs)))
         times[count] = (pairs_ms, alone_ms)
     return times
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"# at most {args.cap_unanchored} admitted without an anchor", flush=True)
     started = time.perf_counter()
     if args.sweep:
-        sweep(args, relevance)
+        sweep(args)
         print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
         return
     figures = replay(args)
@@ -243,9 +243,11 @@ def shown(name: str, value: Any) -> str:
     return f"{value:.1f} %" if isinstance(value, float) else str(value)
 
 
-def sweep(args: argparse.Namespace, relevance: Any) -> None:
+def sweep(args: argparse.Namespace) -> None:
     """A Markdown table of the figures for each value of ``args.sweep`` (NAME=V1,V2,...),
     the other numbers as they are (or as ``--set`` put them)."""
+    from powercontext.search import relevance
+
     name, _, values = args.sweep.partition("=")
     settings = [
         overrides([f"{name}={value}"], "--sweep")[name] for value in values.split(",") if value
