@@ -26,6 +26,7 @@ from experience.serializers import (
 from experience.values import Proposal
 from powercontext.api.auth import Role
 from powercontext.api.openapi_examples import AGENT_ONLY, REVIEWER_ONLY
+from powercontext.api.redacted import redacted_header_parameter, with_redactions
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 from powercontext.refs import ArtifactRef
@@ -50,6 +51,7 @@ class ExperienceProposeView(ApiView):
 
     @extend_schema(
         operation_id="propose_experience",
+        parameters=[redacted_header_parameter(201)],
         tags=EXPERIENCE_TAGS,
         request=ExperienceProposeInput,
         responses=responses(
@@ -67,8 +69,8 @@ class ExperienceProposeView(ApiView):
         ),
         description="Propose a lesson learned as a pending candidate. It reaches search and "
         "Context Packs only once a reviewer approves it. Secrets in the proposal and the "
-        "reason are stored as typed markers (`[redacted:aws-secret-key]`), and `redacted` "
-        "counts them. Evidence is required: at least one "
+        "reason are stored as typed markers (`[redacted:aws-secret-key]`), and the "
+        "`PowerContext-Redacted` header counts them. Evidence is required: at least one "
         "of `source_refs` (captured sources of the scope) and `artifact_refs` (existing "
         "revisions) must be non-empty. Agent token only. Errors: 403 `permission_denied` "
         "for a person's token; 404 `artifact_not_found` for an `artifact_refs` revision "
@@ -214,6 +216,7 @@ class CandidateApproveView(ReviewerView):
 
     @extend_schema(
         operation_id="approve_artifact_candidate",
+        parameters=[redacted_header_parameter(200)],
         tags=CANDIDATE_TAGS,
         request=CandidateApproveInput,
         responses=responses(
@@ -247,7 +250,7 @@ class CandidateApproveView(ReviewerView):
             expected_version=data["expected_version"],
             reviewer=self.reviewer,
         )
-        return self.respond(rendering.candidate(found))
+        return with_redactions(self.respond(rendering.candidate(found)), found)
 
 
 class CandidateRejectView(ReviewerView):
@@ -256,6 +259,7 @@ class CandidateRejectView(ReviewerView):
 
     @extend_schema(
         operation_id="reject_artifact_candidate",
+        parameters=[redacted_header_parameter(200)],
         tags=CANDIDATE_TAGS,
         request=CandidateRejectInput,
         responses=responses(
@@ -287,7 +291,7 @@ class CandidateRejectView(ReviewerView):
             reason=data["reason"],
             reviewer=self.reviewer,
         )
-        return self.respond(rendering.candidate(found))
+        return with_redactions(self.respond(rendering.candidate(found)), found)
 
 
 class CandidateReviseView(ReviewerView):
@@ -296,6 +300,7 @@ class CandidateReviseView(ReviewerView):
 
     @extend_schema(
         operation_id="revise_artifact_candidate",
+        parameters=[redacted_header_parameter(200)],
         tags=CANDIDATE_TAGS,
         request=CandidateReviseInput,
         responses=responses(
@@ -332,4 +337,4 @@ class CandidateReviseView(ReviewerView):
             reason=data.get("reason"),
             reviewer=self.reviewer,
         )
-        return self.respond(rendering.candidate(found))
+        return with_redactions(self.respond(rendering.candidate(found)), found)

@@ -4,7 +4,6 @@ a duplicate rejected (see ``powercontext.api.openapi_examples``)."""
 
 from powercontext.api.openapi_examples import (
     CANDIDATE_ID,
-    NOTHING_REDACTED,
     OTHER_CANDIDATE_ID,
     SCOPE,
     SOURCE_ID,
@@ -62,7 +61,7 @@ PROPOSE_REQUEST = request(
 )
 PROPOSE_RESPONSE = response(
     "Pending candidate",
-    candidate(redacted=NOTHING_REDACTED),
+    candidate(),
     "Waits for a reviewer on the desk (`/review/`); not in search or packs until approved.",
 )
 PROPOSE_UNKNOWN_SOURCE = invalid(
@@ -124,9 +123,7 @@ REVISE_REQUEST = request(
 )
 REVISE_RESPONSE = response(
     "Version 2, still pending",
-    candidate(
-        version=2, proposal=REVISED_PROPOSAL, reason=REVISE_REASON, redacted=NOTHING_REDACTED
-    ),
+    candidate(version=2, proposal=REVISED_PROPOSAL, reason=REVISE_REASON),
 )
 
 APPROVE_REQUEST = request(
@@ -142,7 +139,6 @@ APPROVE_RESPONSE = response(
         proposal=REVISED_PROPOSAL,
         reason=REVISE_REASON,
         result_artifact=experience_ref(1),
-        redacted=NOTHING_REDACTED,
     ),
     "`result_artifact` names the new Experience revision: search and packs now find it.",
 )
@@ -170,6 +166,5 @@ REJECT_RESPONSE = response(
         status="rejected",
         reason=None,
         decision_reason=REJECT_REASON,
-        redacted=NOTHING_REDACTED,
     ),
 )

@@ -5,11 +5,10 @@ document's; ``tests/openapi_contract.py`` checks every response of the test suit
 from typing import Any
 
 from experience.values import ApprovedExperience, ArtifactCandidate, CandidatePage
-from powercontext.redaction import redaction_payload
 
 
 def candidate(value: ArtifactCandidate) -> dict[str, Any]:
-    rendered = {
+    return {
         "candidate_id": value.candidate_id,
         "version": value.version,
         "family": value.family,
@@ -24,9 +23,6 @@ def candidate(value: ArtifactCandidate) -> dict[str, Any]:
         ),
         "decision_reason": value.decision_reason,
     }
-    if value.redacted is not None:
-        rendered["redacted"] = redaction_payload(value.redacted)
-    return rendered
 
 
 def candidate_page(value: CandidatePage) -> dict[str, Any]:

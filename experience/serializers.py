@@ -1,13 +1,10 @@
 """Input and output shapes of the Experience and candidate operations (DESIGN.md §4)."""
 
-from typing import Any
-
 from rest_framework import serializers
 
 from experience.values import MAX_REFS, PROPOSAL_FIELD_MAX_CHARS, REASON_MAX_CHARS
 from powercontext.api.fields import (
     ArtifactRefSchema,
-    RedactedSchema,
     SourceReferenceSchema,
     StrictCharField,
     StrictIntegerField,
@@ -100,8 +97,7 @@ class ExperienceProposeInput(StrictSerializer):
 class ArtifactCandidateSchema(serializers.Serializer):
     """A proposed Experience at its current version: ``pending`` until a reviewer
     approves it (``result_artifact`` names the Experience made) or rejects it
-    (``decision_reason`` says why). The answer of a write (propose, revise, approve,
-    reject) also says what it ``redacted`` before storing; a read has no such field."""
+    (``decision_reason`` says why)."""
 
     candidate_id = serializers.CharField()
     version = serializers.IntegerField(min_value=1)
@@ -114,14 +110,6 @@ class ArtifactCandidateSchema(serializers.Serializer):
     reason = serializers.CharField(allow_null=True)
     result_artifact = ArtifactRefSchema(allow_null=True)
     decision_reason = serializers.CharField(allow_null=True)
-    redacted = RedactedSchema(required=False)
-
-    def to_representation(self, instance: Any) -> Any:
-        # A read has no ``redacted`` (None on the value): left out, not null.
-        data = super().to_representation(instance)
-        if data.get("redacted") is None:
-            data.pop("redacted", None)
-        return data
 
 
 class ExperienceGetInput(StrictSerializer):

@@ -22,6 +22,7 @@ from memory.serializers import (
 from memory.values import Citation
 from powercontext.api.auth import Role
 from powercontext.api.openapi_examples import AGENT_ONLY
+from powercontext.api.redacted import redacted_header_parameter, with_redactions
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 
@@ -36,6 +37,7 @@ class MemoryRememberView(ApiView):
 
     @extend_schema(
         operation_id="remember_memory",
+        parameters=[redacted_header_parameter(200)],
         tags=TAGS,
         request=MemoryRememberInput,
         responses=responses(
@@ -60,8 +62,9 @@ class MemoryRememberView(ApiView):
         "whose citation names the entry's first version. An identical active entry makes "
         "this a no-op (`entry: null`, no new revision). Secrets in `text` and `reason` "
         "(API keys, tokens, passwords, private keys) are stored as typed markers such as "
-        "`[redacted:github-token]`, and `redacted` counts them. Errors: 403 `permission_denied` "
-        "for a person's token (writes are the agent's); 409 `revision_conflict` when "
+        "`[redacted:github-token]`, and the `PowerContext-Redacted` header counts them. "
+        "Errors: 403 `permission_denied` for a person's token (writes are the agent's); "
+        "409 `revision_conflict` when "
         "`expected_revision` is given and the head has moved on; 422 `invalid_request` "
         "for a bad field (`text` is NFC-normalised, trimmed, then 1 to 8192 UTF-8 bytes).",
     )
@@ -209,6 +212,7 @@ class MemoryEntryReviseView(ApiView):
 
     @extend_schema(
         operation_id="revise_memory_entry",
+        parameters=[redacted_header_parameter(200)],
         tags=TAGS,
         request=MemoryEntryReviseInput,
         responses=responses(
@@ -255,6 +259,7 @@ class MemoryEntryRetireView(ApiView):
 
     @extend_schema(
         operation_id="retire_memory_entry",
+        parameters=[redacted_header_parameter(200)],
         tags=TAGS,
         request=MemoryEntryStateInput,
         responses=responses(
@@ -296,6 +301,7 @@ class MemoryEntryReactivateView(ApiView):
 
     @extend_schema(
         operation_id="reactivate_memory_entry",
+        parameters=[redacted_header_parameter(200)],
         tags=TAGS,
         request=MemoryEntryStateInput,
         responses=responses(
@@ -325,7 +331,7 @@ class MemoryEntryReactivateView(ApiView):
             citation=Citation.from_payload(data["citation"]),
             reason=data.get("reason"),
         )
-        return self.respond(rendering.write_result(result))
+        return with_redactions(self.respond(rendering.write_result(result)), result)
 
 
 class MemoryChangesView(ApiView):

@@ -5,7 +5,6 @@ from powercontext.api.openapi_examples import (
     ENTRY_ID,
     ENTRY_VERSION_1,
     ENTRY_VERSION_2,
-    NOTHING_REDACTED,
     SCOPE,
     citation,
     error,
@@ -38,7 +37,7 @@ def entry(revision: int, version_id: str, version: int, text: str, state="active
 
 
 def write(revision: int, entry_payload: dict | None) -> dict:
-    return {"memory": memory_ref(revision), "entry": entry_payload, "redacted": NOTHING_REDACTED}
+    return {"memory": memory_ref(revision), "entry": entry_payload}
 
 
 REMEMBER_REQUEST = request(

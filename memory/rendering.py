@@ -15,7 +15,6 @@ from memory.values import (
     MemorySearchResult,
     WriteResult,
 )
-from powercontext.redaction import redaction_payload
 from powercontext.refs import ArtifactRef
 
 
@@ -47,7 +46,6 @@ def write_result(value: WriteResult) -> dict[str, Any]:
     return {
         "memory": value.memory.as_payload(),
         "entry": None if value.entry is None else entry(value.entry),
-        "redacted": redaction_payload(value.redacted),
     }
 
 

@@ -5,7 +5,6 @@ from rest_framework import serializers
 from memory.values import CHANGE_OP_WIRE
 from powercontext.api.fields import (
     ArtifactRefSchema,
-    RedactedSchema,
     SourceReferenceSchema,
     StrictBooleanField,
     StrictCharField,
@@ -59,12 +58,11 @@ class MemoryRememberInput(StrictSerializer):
 
 
 class MemoryWriteOutput(serializers.Serializer):
-    """The scope's Memory head after the write, the entry written (``null`` for a
-    no-op), and how many secrets were replaced by markers before anything was stored."""
+    """The scope's Memory head after the write, and the entry written (``null`` for a
+    no-op)."""
 
     memory = ArtifactRefSchema()
     entry = MemoryEntrySchema(allow_null=True)
-    redacted = RedactedSchema()
 
 
 class MemorySearchInput(StrictSerializer):

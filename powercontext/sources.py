@@ -24,7 +24,7 @@ from powercontext.artifacts import GENESIS_HASH, canonical_json, tagged_sha256
 from powercontext.exceptions import RevisionConflict, SourceConflict
 from powercontext.maintenance import CheckResult
 from powercontext.models import SourceRecord
-from powercontext.redaction import Redactions, redaction_payload
+from powercontext.redaction import Redactions
 
 CONTENT_SOURCE = "content"
 _PAYLOAD_DOMAIN = b"powercontext.source-payload.v1\x00"
@@ -44,7 +44,6 @@ class CapturedSource:
             "status": "accepted",
             "source": {"name": CONTENT_SOURCE, "source_id": self.source_id},
             "position": self.position,
-            "redacted": redaction_payload(self.redacted),
         }
 
 

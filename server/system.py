@@ -9,11 +9,11 @@ from rest_framework.views import APIView
 from powercontext.api import openapi_examples as examples
 from powercontext.api.auth import Role
 from powercontext.api.fields import (
-    RedactedSchema,
     StrictCharField,
     StrictSerializer,
     scope_id_field,
 )
+from powercontext.api.redacted import redacted_header_parameter, with_redactions
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
 from powercontext.artifacts import canonical_json
@@ -139,13 +139,11 @@ class SourceReferenceOutput(serializers.Serializer):
 
 
 class SourceContentOutput(serializers.Serializer):
-    """The capture was accepted, at ``position`` in the scope's capture order, with
-    what was ``redacted`` from it before it was stored."""
+    """The capture was accepted, at ``position`` in the scope's capture order."""
 
     status = serializers.ChoiceField(choices=["accepted"])
     source = SourceReferenceOutput()
     position = serializers.IntegerField(min_value=1)
-    redacted = RedactedSchema()
 
 
 class SourceContentView(ApiView):
@@ -154,6 +152,7 @@ class SourceContentView(ApiView):
 
     @extend_schema(
         operation_id="capture_content_source",
+        parameters=[redacted_header_parameter(202)],
         tags=["sources"],
         request=SourceContentInput,
         responses=responses(
@@ -174,7 +173,8 @@ class SourceContentView(ApiView):
         "sent: `<private>...</private>` spans are cut from `content`, and every "
         "credential-shaped string in `content` and in `metadata`'s strings (API keys, "
         "tokens, passwords in assignments and URLs, private keys) is replaced by a typed "
-        "marker such as `[redacted:aws-secret-key]`; `redacted` counts them by kind. The "
+        "marker such as `[redacted:aws-secret-key]`; the `PowerContext-Redacted` header "
+        "counts them by kind. The "
         "same id and payload again answers 202 with the original position (safe to "
         "retry), as does an id whose entry has since been purged. Errors: 403 `permission_denied` "
         "for a person's token; 409 `source_conflict` for a different payload under an id "
@@ -188,4 +188,4 @@ class SourceContentView(ApiView):
             content=data["content"],
             metadata=data.get("metadata"),
         )
-        return self.respond(captured.as_payload(), status=202)
+        return with_redactions(self.respond(captured.as_payload(), status=202), captured)

@@ -35,7 +35,14 @@ class ApiClient:
     def ok(self, path, body, status=200):
         response = self.post(path, body)
         assert response.status_code == status, response.content
+        # Kept for its headers: a write says what it redacted in one (not in the body).
+        self.last = response
         return response.json()
+
+    @property
+    def redacted(self):
+        """The last answer's ``PowerContext-Redacted`` header (None when absent)."""
+        return self.last.headers.get("PowerContext-Redacted")
 
 
 @pytest.fixture

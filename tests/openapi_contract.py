@@ -58,7 +58,23 @@ class Exchange:
 
 @cache
 def _document() -> dict[str, Any]:
-    return _nullable_refs(yaml.safe_load(DOCUMENT.read_text(encoding="utf-8")))
+    return _closed(_nullable_refs(yaml.safe_load(DOCUMENT.read_text(encoding="utf-8"))))
+
+
+def _closed(node: Any) -> Any:
+    """Every object the document lists the members of, closed to others: a client
+    generated from the contract refuses a member it does not know (pydantic's
+    ``extra="forbid"``, the compared reference's own client), so a response that carries
+    one fails here, as it fails there. An object that says what else it holds
+    (``additionalProperties``, a map such as ``metadata``) keeps its say."""
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _closed(value) for key, value in node.items()}
+    if "properties" in node and "additionalProperties" not in node:
+        node["additionalProperties"] = False
+    return node
 
 
 def _nullable_refs(node: Any) -> Any:

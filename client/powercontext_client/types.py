@@ -4,7 +4,7 @@ They are plain dicts at run time: the client returns the server's JSON as is, an
 types tell an editor and a type checker what is in it.
 """
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, TypedDict
 
 # -- shared shapes ---------------------------------------------------------------------
 
@@ -58,19 +58,10 @@ class Capabilities(TypedDict):
     experience_generation: bool
 
 
-class Redacted(TypedDict):
-    """What a write replaced by ``[redacted:<kind>]`` markers before storing: ``count``
-    in all, by ``kinds`` (``{"aws-secret-key": 1}``)."""
-
-    count: int
-    kinds: dict[str, int]
-
-
 class SourceCaptured(TypedDict):
     status: Literal["accepted"]
     source: SourceReference
     position: int
-    redacted: Redacted
 
 
 class PreparedContext(TypedDict):
@@ -88,7 +79,6 @@ class MemoryWrite(TypedDict):
 
     memory: ArtifactRef
     entry: MemoryEntry | None
-    redacted: Redacted
 
 
 class MemorySearchHit(TypedDict):
@@ -158,8 +148,6 @@ class ArtifactCandidate(TypedDict):
     reason: str | None
     result_artifact: ArtifactRef | None
     decision_reason: str | None
-    # On the answer of a write (propose, revise, approve, reject) only.
-    redacted: NotRequired[Redacted]
 
 
 class ArtifactCandidates(TypedDict):

@@ -6,7 +6,6 @@ Lengths are in characters (code points) unless a name says bytes.
 """
 
 import unicodedata
-from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
 from rest_framework import serializers
@@ -99,19 +98,3 @@ class SourceReferenceSchema(StrictSerializer):
 
     name = StrictCharField(non_blank=True, max_length=64)
     source_id = StrictCharField(non_blank=True, max_length=256)
-
-
-class RedactedSchema(serializers.Serializer):
-    """What the write redacted before storing it: ``count`` secrets (and ``<private>``
-    spans of a captured prompt) replaced, by ``kinds`` (``aws-secret-key``: 1, ...); each
-    stands in the stored text as ``[redacted:<kind>]``. Zero and ``{}`` when nothing was."""
-
-    count = serializers.IntegerField(min_value=0)
-    kinds = serializers.DictField(child=serializers.IntegerField(min_value=1))
-
-    def to_representation(self, instance: Any) -> Any:
-        # The values carry what was redacted by kind; the answer counts it too, as
-        # ``redaction_payload`` renders it for the views and the MCP tools.
-        from powercontext.redaction import redaction_payload
-
-        return redaction_payload(instance)

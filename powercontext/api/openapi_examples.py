@@ -45,10 +45,6 @@ def error(name: str, code: str, message: str, details=None, description="") -> O
     return response(name, body, description)
 
 
-# A write's ``redacted`` when its input held no secret.
-NOTHING_REDACTED = {"count": 0, "kinds": {}}
-
-
 def memory_ref(revision: int) -> dict:
     return ArtifactRef("memory", "memory", revision).as_payload()
 
@@ -168,11 +164,10 @@ CAPTURE_RESPONSE = response(
         "status": "accepted",
         "source": {"name": "content", "source_id": SOURCE_ID},
         "position": 1,
-        "redacted": NOTHING_REDACTED,
     },
     "`position` is the source's place in the scope's capture order; sending the same id and "
     "payload again answers the same position. A prompt holding a key would have answered "
-    '`"redacted": {"count": 1, "kinds": {"aws-secret-key": 1}}`, the key stored as '
+    "with the header `PowerContext-Redacted: 1; kinds=aws-secret-key`, the key stored as "
     "`[redacted:aws-secret-key]`.",
 )
 SOURCE_CONFLICT = error(

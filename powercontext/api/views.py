@@ -8,6 +8,7 @@ from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from powercontext.api.auth import BearerAuthentication, IsCaller, Role
+from powercontext.api.redacted import with_redactions
 
 
 class ApiView(APIView):
@@ -67,7 +68,8 @@ class ApiView(APIView):
         if self.input_serializer is None:
             raise ImproperlyConfigured(f"{type(self).__name__} has no input_serializer.")
         data = self.validated(self.input_serializer)
-        return self.respond(self.render(self.perform(data)), status=status)
+        result = self.perform(data)
+        return with_redactions(self.respond(self.render(result), status=status), result)
 
 
 def _forget_renderer_context(response: Response) -> None:

@@ -53,7 +53,6 @@ def test_memory_lifecycle(pc):
     assert again == {
         "memory": first["memory"],
         "entry": None,
-        "redacted": {"count": 0, "kinds": {}},
     }
 
     hits = pc.search_memory(scope_id=SCOPE, query="how do deploys work", limit=5)
@@ -100,7 +99,6 @@ def test_capture_and_prepare(pc):
         "status": "accepted",
         "source": {"name": "content", "source_id": "turn-1"},
         "position": 1,
-        "redacted": {"count": 0, "kinds": {}},
     }
     # Idempotent by id: the same payload again answers the original position.
     assert (

@@ -35,9 +35,7 @@ def test_propose_review_and_get_experience(live_url, settings):
         listed = agent.list_artifact_candidates(scope_id=SCOPE)
         assert [c["candidate_id"] for c in listed["candidates"]] == [candidate["candidate_id"]]
         ident = {"scope_id": SCOPE, "candidate_id": candidate["candidate_id"]}
-        # A read has no ``redacted``: only the answer of a write says what it redacted.
-        read = {key: value for key, value in candidate.items() if key != "redacted"}
-        assert agent.get_artifact_candidate(**ident) == read
+        assert agent.get_artifact_candidate(**ident) == candidate
 
         # Deciding is a human act: the agent's token may not.
         with pytest.raises(PermissionDenied) as raised:

@@ -52,10 +52,8 @@ def stored_texts():
 def test_propose_revise_and_reject_store_markers_and_say_so(api, propose, reviewer_api):
     candidate = propose(proposal=leaked_proposal(), reason=f"seen in {s.GITHUB_TOKEN}")
     assert candidate["proposal"]["action"] == REDACTED_ACTION
-    assert candidate["redacted"] == {
-        "count": 3,
-        "kinds": {"aws-access-key-id": 1, "aws-secret-key": 1, "github-token": 1},
-    }
+    assert api.redacted == "3; kinds=aws-access-key-id,aws-secret-key,github-token"
+    assert "redacted" not in candidate
     revised = reviewer_api.ok(
         "/v1/artifact-candidates/revise",
         {
@@ -66,7 +64,7 @@ def test_propose_revise_and_reject_store_markers_and_say_so(api, propose, review
         },
     )
     assert revised["proposal"]["lesson"] == "Never paste [redacted:stripe-key]"
-    assert revised["redacted"]["count"] == 1
+    assert reviewer_api.redacted == "1; kinds=stripe-key"
     rejected = reviewer_api.ok(
         "/v1/artifact-candidates/reject",
         {
@@ -81,9 +79,11 @@ def test_propose_revise_and_reject_store_markers_and_say_so(api, propose, review
     assert s.STRIPE_KEY not in str(stored_texts())
 
 
-def test_an_approved_lesson_carries_no_secret_into_search_or_the_pack(api, propose, approve):
+def test_an_approved_lesson_carries_no_secret_into_search_or_the_pack(
+    api, reviewer_api, propose, approve
+):
     approved = approve(propose(proposal=leaked_proposal()))
-    assert approved["redacted"] == {"count": 0, "kinds": {}}  # redacted when proposed
+    assert reviewer_api.redacted == "0"  # redacted when proposed
     got = api.ok("/v1/experience/get", {"scope_id": SCOPE, "artifact": approved["result_artifact"]})
     assert got["content"]["action"] == REDACTED_ACTION
     pack = api.ok(
@@ -99,7 +99,7 @@ def test_an_approved_lesson_carries_no_secret_into_search_or_the_pack(api, propo
 
 
 def test_approving_a_version_stored_before_redaction_redacts_it_first(
-    api, propose, approve, monkeypatch
+    api, reviewer_api, propose, approve, monkeypatch
 ):
     written_before_redaction(monkeypatch)
     candidate = propose(proposal=leaked_proposal())
@@ -107,7 +107,7 @@ def test_approving_a_version_stored_before_redaction_redacts_it_first(
     assert holds_secret(*stored_texts())
     approved = approve(candidate)
     assert approved["proposal"]["action"] == REDACTED_ACTION
-    assert approved["redacted"]["count"] == 2
+    assert reviewer_api.redacted.startswith("2; kinds=")
     assert not holds_secret(*stored_texts())
     assert RedactionRecord.objects.get().target == "candidate.version"
     assert findings() == {}

@@ -10,9 +10,6 @@ from memory.search_index import MEMORY_INDEX
 from memory.values import kind_text_hash
 from powercontext.search import vectors
 
-# What a write without a secret answers in ``redacted``.
-NONE_REDACTED = {"count": 0, "kinds": {}}
-
 pytestmark = pytest.mark.django_db
 SCOPE = "scope-a"
 
@@ -26,7 +23,7 @@ def test_a_missing_projection_row_does_not_make_a_duplicate(api, remember):
     first = remember("Deploys go through the staging pipeline.")
     MemoryActiveEntry.objects.filter(scope_id=SCOPE).delete()  # the projection drifts
     again = remember("Deploys go through the staging pipeline.")
-    assert again == {"memory": first["memory"], "entry": None, "redacted": NONE_REDACTED}
+    assert again == {"memory": first["memory"], "entry": None}
     assert _head(api) == 1
 
 
@@ -59,7 +56,7 @@ def test_a_retired_entry_left_in_the_projection_does_not_block_remembering(api, 
 def test_remembering_what_is_already_there_does_not_run_the_model(remember, embedded_texts):
     first = remember("Deploys go through the staging pipeline.")
     again = remember("Deploys go through the staging pipeline.")
-    assert again == {"memory": first["memory"], "entry": None, "redacted": NONE_REDACTED}
+    assert again == {"memory": first["memory"], "entry": None}
     assert embedded_texts == [["Deploys go through the staging pipeline."]]
 
 

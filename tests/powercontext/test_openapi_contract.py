@@ -121,3 +121,11 @@ def test_the_test_client_fails_on_an_undocumented_status(client, monkeypatch):
 def test_a_marked_test_is_not_checked(client, monkeypatch):
     monkeypatch.setattr(HealthLiveView, "get", lambda self, request: Response(LIVE, status=202))
     assert client.get("/health/live").status_code == 202
+
+
+def test_a_member_the_document_does_not_list_fails():
+    # A generated client refuses it (extra="forbid"), so the suite does too.
+    body = {"memory": None, "mode": None, "hits": [], "redacted": {"count": 0, "kinds": {}}}
+    with pytest.raises(ContractViolation) as raised:
+        check(exchange("/v1/memory/search", 200, body, method="POST"))
+    assert "Additional properties are not allowed ('redacted' was unexpected)" in str(raised.value)
