@@ -17,7 +17,7 @@ connections when it is done, so a long-lived server holds none between calls.
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import connections
@@ -28,7 +28,11 @@ from rest_framework.exceptions import NotAuthenticated
 
 from powercontext.api.auth import AGENT, Caller, caller_for, permit
 from powercontext.api.errors import error_body_for
+from powercontext.api.redacted import redacted_header
 from powercontext.api.views import ApiView
+
+# Where a write tool's answer says what it redacted (``result``).
+REDACTED_META = "powercontext/redacted"
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -51,9 +55,15 @@ def _dumps(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
-def result(payload: dict[str, Any]) -> CallToolResult:
+def result(payload: dict[str, Any], redacted: Mapping[str, int] | None = None) -> CallToolResult:
+    """The tool's answer: the HTTP operation's body, as text and as structured content.
+    A write's redactions go in ``_meta`` (``powercontext/redacted``, as the HTTP header
+    says them), never in the body, whose shape is the operation's."""
+    meta = None if redacted is None else {REDACTED_META: redacted_header(redacted)}
     return CallToolResult(
-        content=[TextContent(type="text", text=_dumps(payload))], structured_content=payload
+        content=[TextContent(type="text", text=_dumps(payload))],
+        structured_content=payload,
+        _meta=meta,
     )
 
 
@@ -104,7 +114,8 @@ def run(view: type[ApiView], ctx: Context, passed: dict[str, Any]) -> CallToolRe
         serializer: Any = view.input_serializer  # set on every tool's view (``tool``)
         validator = serializer(data=_arguments(ctx, passed))
         validator.is_valid(raise_exception=True)
-        return result(view.render(view.perform(validator.validated_data)))
+        value = view.perform(validator.validated_data)
+        return result(view.render(value), getattr(value, "redacted", None))
     except Exception as exc:  # every failure becomes the API's error body, never a trace
         return error_result(error_body_for(exc)[1])
     finally:

@@ -517,3 +517,28 @@ def test_propose_tool_refuses_a_source_never_captured_as_http_does(live_url, pc)
     assert failed
     assert body["error"]["details"]["errors"][0]["field"] == "source_refs.0"
     assert body == http_error(lambda: pc.propose_experience(**arguments))
+
+
+def test_a_write_tool_says_what_it_redacted_in_meta_not_in_the_body(live_url):
+    # The body is the HTTP operation's (no ``redacted`` member); ``_meta`` says it, as the
+    # HTTP answer's PowerContext-Redacted header does.
+    token = "ghp_" + "R7kPq2Wm9Xv4Ls8Tn3Yb6Hc1Jd5Fg0Aa2Bb3"
+
+    async def scenario():
+        async with http_client(live_url) as mcp:
+            leaked = await mcp.call_tool(
+                "remember_memory",
+                {"scope_id": SCOPE, "kind": "note", "text": f"The CI token is {token}."},
+            )
+            clean = await mcp.call_tool(
+                "remember_memory", {"scope_id": SCOPE, "kind": "note", "text": "Use uv."}
+            )
+            read = await mcp.call_tool("search_memory", {"scope_id": SCOPE, "query": "uv"})
+            return leaked, clean, read
+
+    leaked, clean, read = run(scenario())
+    assert leaked.meta == {"powercontext/redacted": "1; kinds=github-token"}
+    assert "redacted" not in leaked.structured_content
+    assert token not in leaked.structured_content["entry"]["text"]
+    assert clean.meta == {"powercontext/redacted": "0"}
+    assert not read.meta
