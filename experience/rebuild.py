@@ -21,7 +21,6 @@ from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import term_stats_expected, term_stats_rebuild
 from experience.values import EXPERIENCE_FAMILY, Proposal, searchable_text
 from powercontext.artifacts import GENESIS_HASH, revision_intact
-from powercontext.maintenance import CheckResult, Progress, RebuildReport
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction_log import (
     ARTIFACT_REVISION,
@@ -29,6 +28,7 @@ from powercontext.redaction_log import (
     CANDIDATE_VERSION,
     latest_digests,
 )
+from powercontext.reports import CheckResult, Progress, RebuildReport
 from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
 

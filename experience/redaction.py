@@ -20,9 +20,9 @@ from experience.term_stats import term_stats_adjust
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal, searchable_text
 from powercontext import redaction_log
 from powercontext.artifacts import canonical_json, revision_content, tagged_sha256
-from powercontext.maintenance import RedactReport
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction import Redactions
+from powercontext.reports import RedactReport
 from powercontext.search import IndexRow, search_engine, vectors
 from powercontext.stored_secrets import revisions_redact
 

@@ -32,9 +32,9 @@ from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash
 from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.artifacts import head_revision
-from powercontext.maintenance import CheckResult
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction_log import MEMORY_VERSION, latest_digests
+from powercontext.reports import CheckResult
 from powercontext.search import search_engine
 from powercontext.search.term_counts import DOCUMENTS_TERM, expected_counts
 from powercontext.snapshot import read_snapshot

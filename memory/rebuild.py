@@ -37,7 +37,7 @@ from django.db import connection, transaction
 from memory.models import ManifestState, MemoryActiveEntry, MemoryManifestRow, MemoryTermStat
 from memory.search_index import MEMORY_INDEX
 from memory.services import projection_values, version_verifies
-from powercontext.maintenance import Progress, RebuildReport
+from powercontext.reports import Progress, RebuildReport
 from powercontext.search import search_engine
 from powercontext.search.term_counts import expected_counts
 

@@ -23,8 +23,8 @@ from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash, projection_sync, version_verifies
 from memory.values import MEMORY_FAMILY
 from powercontext import redaction_log
-from powercontext.maintenance import RedactReport
 from powercontext.redaction import redact
+from powercontext.reports import RedactReport
 from powercontext.search import vectors
 from powercontext.stored_secrets import revisions_redact
 

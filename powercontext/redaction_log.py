@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 from powercontext.artifacts import GENESIS_HASH, canonical_json
-from powercontext.maintenance import CheckResult
 from powercontext.models import RedactionRecord
+from powercontext.reports import CheckResult
 
 _RECORD_DOMAIN = b"powercontext.redaction-record.v1\x00"
 REDACT = "redact"

@@ -22,9 +22,9 @@ from django.db import IntegrityError, transaction
 from powercontext import redaction_log
 from powercontext.artifacts import GENESIS_HASH, canonical_json, tagged_sha256
 from powercontext.exceptions import RevisionConflict, SourceConflict
-from powercontext.maintenance import CheckResult
 from powercontext.models import SourceRecord
 from powercontext.redaction import Redactions
+from powercontext.reports import CheckResult
 
 CONTENT_SOURCE = "content"
 _PAYLOAD_DOMAIN = b"powercontext.source-payload.v1\x00"

@@ -17,9 +17,10 @@ from django.db import connection, transaction
 
 from powercontext import redaction_log
 from powercontext.artifacts import canonical_json, content_digest, revision_intact
-from powercontext.maintenance import RedactReport, families
+from powercontext.maintenance import families
 from powercontext.models import ArtifactRevision
 from powercontext.redaction import Redactions
+from powercontext.reports import RedactReport
 from powercontext.sources import source_redact
 
 DEFAULT_REASON = "redact_secrets"

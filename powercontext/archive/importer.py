@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 
-from powercontext import maintenance
+from powercontext import maintenance, reports
 from powercontext.archive.format import ArchiveRefused
 from powercontext.archive.reader import (
     Reader,
@@ -65,8 +65,8 @@ class ImportReport:
     verify_seconds: float = 0.0
     write_seconds: float = 0.0
     vector_seconds: float = 0.0
-    rebuilds: list[maintenance.RebuildReport] = field(default_factory=list)
-    checks: list[maintenance.CheckResult] = field(default_factory=list)
+    rebuilds: list[reports.RebuildReport] = field(default_factory=list)
+    checks: list[reports.CheckResult] = field(default_factory=list)
 
     @property
     def scopes(self) -> list[str]:
@@ -160,12 +160,12 @@ def archive_import(
 
 def _phases(
     progress: ImportProgress | None,
-) -> Callable[[str], maintenance.Progress | None] | None:
+) -> Callable[[str], reports.Progress | None] | None:
     """The vector rebuild's ``progress(index)`` as phases of the import's progress."""
     if progress is None:
         return None
 
-    def phase(name: str) -> maintenance.Progress:
+    def phase(name: str) -> reports.Progress:
         return lambda done, total: progress(name, done, total)
 
     return phase
@@ -246,7 +246,7 @@ def _scope(
     return done
 
 
-def _authoritative_checks(scope_id: str) -> list[maintenance.CheckResult]:
+def _authoritative_checks(scope_id: str) -> list[reports.CheckResult]:
     """The kernel's chain check and every family's checks of one scope, inside the
     import's transaction (the vector checks run after the vectors are embedded)."""
     results = [maintenance.artifact_chain_check(scope_id=scope_id)]

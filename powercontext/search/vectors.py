@@ -54,7 +54,7 @@ from powercontext.search.indexes import IndexHit, SearchIndex, declared_indexes
 from powercontext.snapshot import read_snapshot
 
 if TYPE_CHECKING:
-    from powercontext.maintenance import CheckResult, Progress, RebuildReport
+    from powercontext.reports import CheckResult, Progress, RebuildReport
 
 log = logging.getLogger(__name__)
 
@@ -883,7 +883,7 @@ def rebuild(
     its own, so a reader meanwhile sees fewer vectors, never wrong ones. Idempotent.
     With ``stop``, it returns before the next batch once ``stop`` is set (what is written
     stays; a later rebuild goes on from there)."""
-    from powercontext.maintenance import RebuildReport
+    from powercontext.reports import RebuildReport
 
     started = time.monotonic()
     report = RebuildReport(f"{index.name} vectors", unit="rows embedded")
@@ -971,7 +971,7 @@ def check(index: SearchIndex, *, scope_id: str | None = None) -> CheckResult:
     """Vectors of another model, missing vector objects, rows with no vector, stale
     vectors (of another version than the row's), orphaned ones (of no row) and damaged
     ones (:meth:`VectorEngine.damaged`: every stored vector is read)."""
-    from powercontext.maintenance import CheckResult
+    from powercontext.reports import CheckResult
 
     result = CheckResult(f"{index.name}.vectors")
     current = status(index)

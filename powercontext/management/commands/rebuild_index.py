@@ -5,7 +5,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from powercontext import maintenance
-from powercontext.maintenance import Progress
+from powercontext.reports import Progress
 from powercontext.startup import require_migrated
 
 _BAR_WIDTH = 30
