@@ -27,7 +27,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from rest_framework import serializers
 
-from experience import services
+from experience import reviewers, services
 from experience.models import Candidate, CandidateStatus, CandidateVersion
 from experience.selectors import current_version, proposal_of
 from experience.serializers import (
@@ -328,7 +328,7 @@ class CandidateAdmin(admin.ModelAdmin):
                 candidate.scope_id, candidate.result_artifact_id, candidate.result_revision
             ),
             "history": candidate.versions.order_by("-version"),
-            "can_decide": services.can_review(request.user)
+            "can_decide": reviewers.can_review(request.user)
             and candidate.status == CandidateStatus.PENDING,
             "detail_url": reverse("admin:experience_candidate_change", args=[quote(candidate.pk)]),
             "marker_help": MARKER_HELP,
@@ -347,7 +347,7 @@ class CandidateAdmin(admin.ModelAdmin):
 
     def _decision(self, request, object_id):
         candidate = self._candidate(request, object_id)
-        if not services.can_review(request.user):
+        if not reviewers.can_review(request.user):
             raise DjangoPermissionDenied
         return candidate
 

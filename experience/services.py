@@ -20,13 +20,13 @@ from django.utils import timezone
 
 from experience.exceptions import CandidateConflict, CandidateNotFound, CandidateTerminal
 from experience.models import (
-    REVIEW_PERMISSION,
     Candidate,
     CandidateStatus,
     CandidateVersion,
     ReviewerToken,
 )
 from experience.redaction import candidate_version_redact
+from experience.reviewers import can_review, require_reviewer
 from experience.search_index import EXPERIENCE_INDEX, approval_documents, proposal_document
 from experience.selectors import candidate_of, current_version, proposal_of
 from experience.term_stats import term_stats_adjust
@@ -46,7 +46,6 @@ from powercontext.capabilities import capabilities
 from powercontext.exceptions import (
     ArtifactNotFound,
     InvalidRequest,
-    PermissionDenied,
     RevisionConflict,
 )
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
@@ -60,23 +59,6 @@ AGENT = "agent"
 
 def reviewer_label(user: Any) -> str:
     return f"reviewer:{user.get_username()}"
-
-
-def can_review(user: Any) -> bool:
-    """Whether ``user`` may decide candidates: an active user with the review permission.
-    The one rule behind the API's, the admin's and the services' checks."""
-    return bool(
-        user is not None and getattr(user, "is_active", False) and user.has_perm(REVIEW_PERMISSION)
-    )
-
-
-def require_reviewer(user: Any) -> None:
-    """PermissionDenied unless ``can_review(user)``."""
-    if can_review(user):
-        return
-    if user is None or not getattr(user, "is_active", False):
-        raise PermissionDenied("Deciding a candidate needs a reviewer.")
-    raise PermissionDenied("This user may not decide candidates.")
 
 
 # -- proposing and revising -----------------------------------------------------------

@@ -42,6 +42,6 @@ def person_for_token(token: str):
     user = reviewer_for_token(token)
     if user is None:
         return None
-    from experience.services import can_review
+    from experience.reviewers import can_review
 
     return user, can_review(user)
