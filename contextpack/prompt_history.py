@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from contextpack.serializers import QUERY_MAX_CHARS
+from contextpack.limits import QUERY_MAX_CHARS
 from powercontext.models import SourceRecord
 from powercontext.search import analyzer
 from powercontext.search.policy import PROMPT_HISTORY

@@ -1,20 +1,13 @@
 from rest_framework import serializers
 
 from contextpack.builder import MAX_MAX_BYTES, MIN_MAX_BYTES, SCHEMA
+from contextpack.limits import QUERY_MAX_CHARS, SESSION_DEFAULT_MAX_BYTES, SESSION_MAX_MAX_BYTES
 from powercontext.api.fields import (
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
     scope_id_field,
 )
-
-# The longest query prepare accepts. The hook sends a prompt's first QUERY_MAX_CHARS
-# characters as the query and captures the whole prompt (DESIGN.md §7); the prompt
-# history (``contextpack.prompt_history``) reads captured prompts back as long.
-QUERY_MAX_CHARS = 8192
-# A session's pack is small (``contextpack.session``): 2,000 bytes unless asked otherwise.
-SESSION_DEFAULT_MAX_BYTES = 2000
-SESSION_MAX_MAX_BYTES = 8000
 
 
 class PrepareContextInput(StrictSerializer):

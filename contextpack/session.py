@@ -29,8 +29,8 @@ from contextpack.builder import (
     PreparedContext,
     PreparedContextBuilder,
 )
+from contextpack.limits import SESSION_DEFAULT_MAX_BYTES
 from contextpack.prompt_history import recent_prompt_terms
-from contextpack.serializers import SESSION_DEFAULT_MAX_BYTES
 from experience.selectors import experience_latest
 from memory.selectors import memory_entries_of_kinds, memory_head, memory_search_at
 from memory.values import memory_ref

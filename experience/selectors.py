@@ -26,11 +26,11 @@ from experience.values import (
     Proposal,
     experience_ref,
 )
-from powercontext.api.renderers import json_text_bytes
 from powercontext.artifacts import revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import ArtifactNotFound, InvalidRequest
 from powercontext.models import ArtifactRevision
+from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import SearchInconsistent
 from powercontext.search.hybrid import Considered

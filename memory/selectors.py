@@ -25,12 +25,12 @@ from memory.values import (
     MemorySearchResult,
     memory_ref,
 )
-from powercontext.api.renderers import json_text_bytes
 from powercontext.artifacts import head_revision, revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
 from powercontext.exceptions import ArtifactNotFound, CapabilityNotSupported, InvalidRequest
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
+from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import IndexHit, SearchInconsistent, hybrid, vectors
 from powercontext.search.hybrid import Considered

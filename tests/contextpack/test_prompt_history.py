@@ -5,8 +5,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from contextpack import prompt_history
+from contextpack.limits import QUERY_MAX_CHARS
 from contextpack.prompt_history import recent_prompt_terms
-from contextpack.serializers import QUERY_MAX_CHARS
 from powercontext.search.analyzer import query_terms
 from powercontext.search.policy import PROMPT_HISTORY
 from powercontext.sources import source_capture
