@@ -20,7 +20,8 @@ from experience.redaction import candidate_decision_digest, candidate_version_di
 from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import term_stats_expected, term_stats_rebuild
 from experience.values import EXPERIENCE_FAMILY, Proposal, searchable_text
-from powercontext.artifacts import GENESIS_HASH, revision_intact
+from powercontext.artifacts import revision_intact
+from powercontext.chain import GENESIS_HASH
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction_log import (
     ARTIFACT_REVISION,

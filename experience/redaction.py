@@ -19,7 +19,8 @@ from experience.search_index import EXPERIENCE_INDEX
 from experience.term_stats import term_stats_adjust
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal, searchable_text
 from powercontext import redaction_log
-from powercontext.artifacts import canonical_json, revision_content, tagged_sha256
+from powercontext.artifacts import revision_content
+from powercontext.chain import canonical_json, tagged_sha256
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction import Redactions
 from powercontext.reports import RedactReport

@@ -41,8 +41,9 @@ from experience.values import (
     new_experience_id,
     searchable_text,
 )
-from powercontext.artifacts import canonical_json, head_advance, head_revision, revision_append
+from powercontext.artifacts import head_advance, head_revision, revision_append
 from powercontext.capabilities import capabilities
+from powercontext.chain import canonical_json
 from powercontext.exceptions import (
     ArtifactNotFound,
     InvalidRequest,

@@ -42,14 +42,8 @@ from memory.values import (
     normalize_kind,
     normalize_text,
 )
-from powercontext.artifacts import (
-    HeadMoved,
-    canonical_json,
-    head_advance,
-    head_revision,
-    revision_append,
-    tagged_sha256,
-)
+from powercontext.artifacts import HeadMoved, head_advance, head_revision, revision_append
+from powercontext.chain import canonical_json, tagged_sha256
 from powercontext.exceptions import PowerContextError, RevisionConflict
 from powercontext.redaction import Redactions
 from powercontext.search import analyzer, scope_token, vectors

@@ -1,42 +1,27 @@
-"""Kernel operations on the generic Artifact store: canonical JSON, the revision hash
-chain, appending revisions and moving heads by compare-and-swap.
+"""Kernel operations on the generic Artifact store: the revision hash chain (a
+``powercontext.chain`` chain per artifact), appending revisions and moving heads by
+compare-and-swap.
 
 Callers own the transaction: every function here must run inside ``transaction.atomic``
 together with the family rows it describes.
 """
 
-import hashlib
 import json
 from typing import Any
 
-import rfc8785
 from django.db import connection
 
+from powercontext.chain import GENESIS_HASH, ContentChain, canonical_json, tagged_sha256
 from powercontext.exceptions import RevisionConflict
 from powercontext.models import ArtifactHead, ArtifactRevision
 
-GENESIS_HASH = "0" * 64
-_REVISION_DOMAIN = b"powercontext.artifact-revision.v1\x00"
+# Each revision hashed over the previous one's hash and its own content.
+REVISIONS = ContentChain(b"powercontext.artifact-revision.v1\x00")
 _CONTENT_DOMAIN = b"powercontext.artifact-content.v1\x00"
 
 
 class HeadMoved(RevisionConflict):
     """The head was not at the expected revision: another writer got there first."""
-
-
-def canonical_json(value: Any) -> str:
-    """RFC 8785 (JCS) canonical JSON, as text."""
-    return rfc8785.dumps(value).decode("utf-8")
-
-
-def tagged_sha256(domain: bytes, canonical: str) -> str:
-    return hashlib.sha256(domain + canonical.encode("utf-8")).hexdigest()
-
-
-def chain_hash(previous_hash: str, content: str) -> str:
-    """The hash of a revision: over the previous revision's hash and its own content."""
-    payload = _REVISION_DOMAIN + previous_hash.encode("ascii") + b"\x00" + content.encode("utf-8")
-    return hashlib.sha256(payload).hexdigest()
 
 
 def content_digest(content: str) -> str:
@@ -51,7 +36,7 @@ def revision_intact(
     """Whether a stored revision is as written: its hash recomputes from its content, or
     (a revision redacted since) its content is exactly what its latest redaction record
     left. The hash itself is never rewritten, so the next revision's link still holds."""
-    if chain_hash(previous_hash, content) == revision_hash:
+    if REVISIONS.link(previous_hash, content) == revision_hash:
         return True
     return redacted_digest is not None and content_digest(content) == redacted_digest
 
@@ -82,7 +67,7 @@ def revision_append(
         revision=revision,
         content=text,
         previous_hash=previous_hash,
-        revision_hash=chain_hash(previous_hash, text),
+        revision_hash=REVISIONS.link(previous_hash, text),
     )
 
 

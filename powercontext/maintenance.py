@@ -24,7 +24,8 @@ from typing import Any
 from django.apps import apps
 from django.utils.module_loading import import_string
 
-from powercontext.artifacts import GENESIS_HASH, revision_intact
+from powercontext.artifacts import revision_intact
+from powercontext.chain import Walk
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.reports import CheckResult, Progress, RebuildReport
 from powercontext.snapshot import read_snapshot
@@ -169,20 +170,19 @@ def artifact_chain_check(*, scope_id: str | None = None) -> CheckResult:
         )
         .iterator(chunk_size=2000)
     )
-    current: tuple[str, str, str] | None = None
-    expected, previous = 1, GENESIS_HASH
+    walk: Walk[tuple[str, str, str]] = Walk()
     for scope, family, artifact, revision, content, previous_hash, revision_hash in rows:
         key = (scope, family, artifact)
-        if key != current:
-            if current is not None:
-                close(current, expected - 1)
-            current, expected, previous = key, 1, GENESIS_HASH
+        if walk.key is not None and key != walk.key:
+            close(walk.key, walk.last)
+        step = walk.step(key, revision, previous_hash, revision_hash)
+        if step.first:
             seen.add(key)
         result.checked += 1
         where = f"{family}/{artifact}@{revision}"
-        if revision != expected:
-            result.add(scope, where, f"expected revision {expected} here (gap or duplicate)")
-        if previous_hash != previous:
+        if not step.in_place:
+            result.add(scope, where, f"expected revision {step.expected} here (gap or duplicate)")
+        if not step.linked:
             result.add(scope, where, "previous_hash does not match the prior revision's hash")
         intact = revision_intact(
             previous_hash=previous_hash,
@@ -192,9 +192,8 @@ def artifact_chain_check(*, scope_id: str | None = None) -> CheckResult:
         )
         if not intact:
             result.add(scope, where, "revision_hash does not match its content")
-        expected, previous = revision + 1, revision_hash
-    if current is not None:
-        close(current, expected - 1)
+    if walk.key is not None:
+        close(walk.key, walk.last)
     for key in sorted(heads.keys() - seen):
         scope, family, artifact = key
         result.add(scope, f"{family}/{artifact}", f"head names revision {heads[key]}, no revisions")

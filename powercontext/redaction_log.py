@@ -8,17 +8,17 @@ digest of what the row holds afterwards, in that row's own terms. Callers own th
 transaction: a record is appended in the one that changes the row.
 """
 
-import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from django.utils import timezone
 
-from powercontext.artifacts import GENESIS_HASH, canonical_json
+from powercontext.chain import Chain, Walk, canonical_json, next_link
 from powercontext.models import RedactionRecord
 from powercontext.reports import CheckResult
 
-_RECORD_DOMAIN = b"powercontext.redaction-record.v1\x00"
+# A scope's log: each record hashed over the one before and its own fields (:func:`record_hash`).
+LOG = Chain(b"powercontext.redaction-record.v1\x00")
 REDACT = "redact"
 PURGE = "purge"
 
@@ -42,7 +42,7 @@ def record_hash(
     digest: str,
     created_at: datetime,
 ) -> str:
-    fields = [
+    return LOG.link(
         previous_hash,
         seq,
         target,
@@ -53,8 +53,7 @@ def record_hash(
         digest,
         # UTC, to the microsecond: both engines keep that much and give it back.
         created_at.astimezone(UTC).isoformat(),
-    ]
-    return hashlib.sha256(_RECORD_DOMAIN + canonical_json(fields).encode("utf-8")).hexdigest()
+    )
 
 
 def record_append(
@@ -79,7 +78,7 @@ def record_append(
         .values_list("seq", "record_hash")
         .first()
     )
-    seq, previous = (1, GENESIS_HASH) if last is None else (last[0] + 1, last[1])
+    seq, previous = next_link(last)
     # Microseconds kept, tz-aware UTC: what both engines store and read back exactly.
     now = timezone.now().astimezone(UTC)
     kinds_json = canonical_json(dict(kinds))
@@ -129,15 +128,14 @@ def redaction_chain_check(*, scope_id: str | None = None) -> CheckResult:
     rows = RedactionRecord.objects.all()
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    current, expected, previous = None, 1, GENESIS_HASH
+    walk: Walk[str] = Walk()
     for record in rows.order_by("scope_id", "seq").iterator(chunk_size=2000):
-        if record.scope_id != current:
-            current, expected, previous = record.scope_id, 1, GENESIS_HASH
+        step = walk.step(record.scope_id, record.seq, record.previous_hash, record.record_hash)
         result.checked += 1
         subject = f"record {record.seq} ({record.target} {record.target_key})"
-        if record.seq != expected:
-            result.add(record.scope_id, subject, f"expected record {expected} here (gap)")
-        if record.previous_hash != previous:
+        if not step.in_place:
+            result.add(record.scope_id, subject, f"expected record {step.expected} here (gap)")
+        if not step.linked:
             result.add(record.scope_id, subject, "previous_hash does not match the prior record")
         recomputed = record_hash(
             previous_hash=record.previous_hash,
@@ -152,5 +150,4 @@ def redaction_chain_check(*, scope_id: str | None = None) -> CheckResult:
         )
         if recomputed != record.record_hash:
             result.add(record.scope_id, subject, "record_hash does not match its fields")
-        expected, previous = record.seq + 1, record.record_hash
     return result

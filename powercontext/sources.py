@@ -20,7 +20,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from powercontext import redaction_log
-from powercontext.artifacts import GENESIS_HASH, canonical_json, tagged_sha256
+from powercontext.chain import Chain, Walk, canonical_json, next_link, tagged_sha256
 from powercontext.exceptions import RevisionConflict, SourceConflict
 from powercontext.models import SourceRecord
 from powercontext.redaction import Redactions
@@ -29,8 +29,10 @@ from powercontext.reports import CheckResult
 CONTENT_SOURCE = "content"
 _PAYLOAD_DOMAIN = b"powercontext.source-payload.v1\x00"
 _COMMITMENT_DOMAIN = b"powercontext.source-commitment.v1\x00"
-_ENTRY_DOMAIN = b"powercontext.source-entry.v1\x00"
 _MAX_ATTEMPTS = 50
+# A scope's journal: each entry hashed over the one before and its own identity, place
+# and commitment (:func:`entry_hash`).
+JOURNAL = Chain(b"powercontext.source-entry.v1\x00")
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,7 @@ def entry_hash(
 ) -> str:
     """One link of a scope's journal: over the link before it and the entry's identity,
     place and commitment, never its payload."""
-    fields = [previous_hash, source_type, source_id, position, commitment]
-    return hashlib.sha256(_ENTRY_DOMAIN + canonical_json(fields).encode("utf-8")).hexdigest()
+    return JOURNAL.link(previous_hash, source_type, source_id, position, commitment)
 
 
 def source_capture(
@@ -95,7 +96,7 @@ def source_capture(
                     .values_list("position", "entry_hash")
                     .first()
                 )
-                position, previous = (1, GENESIS_HASH) if last is None else (last[0] + 1, last[1])
+                position, previous = next_link(last)
                 salt = secrets.token_hex(32)
                 commitment = payload_commitment(salt, payload)
                 SourceRecord.objects.create(
@@ -292,7 +293,7 @@ def source_journal_check(*, scope_id: str | None = None) -> CheckResult:
     rows = SourceRecord.objects.all()
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    current, expected, previous = None, 1, GENESIS_HASH
+    walk: Walk[str] = Walk()
     fields = (
         "scope_id",
         "source_type",
@@ -308,13 +309,12 @@ def source_journal_check(*, scope_id: str | None = None) -> CheckResult:
     for row in rows.order_by("scope_id", "position").values_list(*fields).iterator(chunk_size=500):
         scope, source_type, source_id, position, payload, stored_hash, salt = row[:7]
         commitment, previous_hash, own_hash = row[7:]
-        if scope != current:
-            current, expected, previous = scope, 1, GENESIS_HASH
+        step = walk.step(scope, position, previous_hash, own_hash)
         result.checked += 1
         subject = f"position {position} ({source_type}:{source_id})"
-        if position != expected:
-            result.add(scope, subject, f"expected position {expected} here (gap)")
-        if previous_hash != previous:
+        if not step.in_place:
+            result.add(scope, subject, f"expected position {step.expected} here (gap)")
+        if not step.linked:
             result.add(scope, subject, "previous_hash does not match the prior entry's hash")
         recomputed = entry_hash(
             previous_hash=previous_hash,
@@ -339,7 +339,6 @@ def source_journal_check(*, scope_id: str | None = None) -> CheckResult:
                     result.add(scope, subject, "purged, yet it holds a payload")
             elif payload_digest(payload) != digest or stored_hash != digest:
                 result.add(scope, subject, "payload differs from what its redaction left")
-        expected, previous = position + 1, own_hash
     return result
 
 

@@ -16,7 +16,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from powercontext import redaction_log
-from powercontext.artifacts import canonical_json, content_digest, revision_intact
+from powercontext.artifacts import content_digest, revision_intact
+from powercontext.chain import canonical_json
 from powercontext.maintenance import families
 from powercontext.models import ArtifactRevision
 from powercontext.redaction import Redactions

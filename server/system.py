@@ -16,8 +16,8 @@ from powercontext.api.fields import (
 from powercontext.api.redacted import redacted_header_parameter, with_redactions
 from powercontext.api.schema import responses, success
 from powercontext.api.views import ApiView
-from powercontext.artifacts import canonical_json
 from powercontext.capabilities import capabilities
+from powercontext.chain import canonical_json
 from powercontext.sources import source_capture
 from server.health import readiness
 

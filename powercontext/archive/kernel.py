@@ -11,7 +11,8 @@ from typing import Any
 
 from powercontext import redaction_log
 from powercontext.archive.streams import Stream, register_left_out, register_stream
-from powercontext.artifacts import GENESIS_HASH, chain_hash, content_digest
+from powercontext.artifacts import REVISIONS, content_digest
+from powercontext.chain import Walk
 from powercontext.sources import entry_hash, payload_commitment, payload_digest
 
 # shared[...]: {(family, artifact_id): last revision} of the scope's revision chains.
@@ -68,13 +69,16 @@ class RedactionLog:
 
     def __init__(self, scope_id: str, shared: dict[str, Any]) -> None:
         self.erased: dict[tuple[str, str], str] = shared.setdefault(ERASED, {})
-        self.expected = 1
-        self.previous = GENESIS_HASH
+        self.scope_id = scope_id
+        self.walk: Walk[str] = Walk()
 
     def row(self, values: Mapping[str, Any]) -> str | None:
-        if values["seq"] != self.expected:
-            return f"record {values['seq']} where record {self.expected} belongs (a gap)"
-        if values["previous_hash"] != self.previous:
+        step = self.walk.step(
+            self.scope_id, values["seq"], values["previous_hash"], values["record_hash"]
+        )
+        if not step.in_place:
+            return f"record {values['seq']} where record {step.expected} belongs (a gap)"
+        if not step.linked:
             return "previous_hash is not the hash of the record before it"
         recomputed = redaction_log.record_hash(
             previous_hash=values["previous_hash"],
@@ -90,7 +94,6 @@ class RedactionLog:
         if recomputed != values["record_hash"]:
             return "record_hash does not match its fields"
         self.erased[(values["target"], values["target_key"])] = values["digest"]
-        self.expected, self.previous = values["seq"] + 1, values["record_hash"]
         return None
 
     def end(self) -> str | None:
@@ -99,32 +102,28 @@ class RedactionLog:
 
 class RevisionChains:
     """Each artifact's revisions are 1..n, each chained to the previous one's hash and
-    hashed over its own content (``powercontext.artifacts.chain_hash``), or, for a
+    hashed over its own content (``powercontext.artifacts.REVISIONS``), or, for a
     revision redacted since, holding exactly what its redaction record left."""
 
     def __init__(self, scope_id: str, shared: dict[str, Any]) -> None:
         self.erased: dict[tuple[str, str], str] = shared.get(ERASED, {})
         self.chains: dict[tuple[str, str], int] = shared.setdefault(CHAINS, {})
-        self.current: tuple[str, str] | None = None
-        self.expected = 1
-        self.previous = GENESIS_HASH
+        self.walk: Walk[tuple[str, str]] = Walk()
 
     def row(self, values: Mapping[str, Any]) -> str | None:
         key = (values["family"], values["artifact_id"])
-        if key != self.current:
-            self.current, self.expected, self.previous = key, 1, GENESIS_HASH
         revision = values["revision"]
-        if revision != self.expected:
-            return f"revision {revision} where revision {self.expected} belongs (a gap)"
-        if values["previous_hash"] != self.previous:
+        step = self.walk.step(key, revision, values["previous_hash"], values["revision_hash"])
+        if not step.in_place:
+            return f"revision {revision} where revision {step.expected} belongs (a gap)"
+        if not step.linked:
             return "previous_hash is not the hash of the revision before it"
-        if chain_hash(values["previous_hash"], values["content"]) != values["revision_hash"]:
+        if REVISIONS.link(values["previous_hash"], values["content"]) != values["revision_hash"]:
             target_key = f"{values['family']}/{values['artifact_id']}@{revision}"
             left = self.erased.get((redaction_log.ARTIFACT_REVISION, target_key))
             if left is None or content_digest(values["content"]) != left:
                 return "revision_hash does not match its content"
         self.chains[key] = revision
-        self.expected, self.previous = revision + 1, values["revision_hash"]
         return None
 
     def end(self) -> str | None:
@@ -164,14 +163,17 @@ class SourceJournal:
 
     def __init__(self, scope_id: str, shared: dict[str, Any]) -> None:
         self.erased: dict[tuple[str, str], str] = shared.get(ERASED, {})
-        self.expected = 1
-        self.previous = GENESIS_HASH
+        self.scope_id = scope_id
+        self.walk: Walk[str] = Walk()
 
     def row(self, values: Mapping[str, Any]) -> str | None:
         position = values["position"]
-        if position != self.expected:
-            return f"position {position} where {self.expected} belongs (a gap)"
-        if values["previous_hash"] != self.previous:
+        step = self.walk.step(
+            self.scope_id, position, values["previous_hash"], values["entry_hash"]
+        )
+        if not step.in_place:
+            return f"position {position} where {step.expected} belongs (a gap)"
+        if not step.linked:
             return "previous_hash is not the hash of the entry before it"
         recomputed = entry_hash(
             previous_hash=values["previous_hash"],
@@ -182,7 +184,6 @@ class SourceJournal:
         )
         if recomputed != values["entry_hash"]:
             return "entry_hash does not match the entry"
-        self.expected, self.previous = position + 1, values["entry_hash"]
         payload, stored = values["payload"], values["payload_hash"]
         if values["salt"]:
             if payload_commitment(values["salt"], payload) != values["commitment"]:

@@ -19,7 +19,7 @@ from memory.models import (
     MemoryManifestRow,
     MemoryTermStat,
 )
-from powercontext.artifacts import canonical_json
+from powercontext.chain import canonical_json
 from powercontext.maintenance import check
 from powercontext.models import ArtifactHead, ArtifactRevision
 from tests.conftest import sqlite_only

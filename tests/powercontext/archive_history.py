@@ -178,7 +178,8 @@ def bulk_memory(scope_id: str, entries: int, *, seed: int = 29) -> None:
     )
     from memory.values import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Citation
     from powercontext import maintenance
-    from powercontext.artifacts import GENESIS_HASH, canonical_json, chain_hash
+    from powercontext.artifacts import REVISIONS
+    from powercontext.chain import GENESIS_HASH, canonical_json
     from powercontext.models import ArtifactHead, ArtifactRevision
 
     corpus = memories(seed)
@@ -235,7 +236,7 @@ def bulk_memory(scope_id: str, entries: int, *, seed: int = 29) -> None:
                     ]
                 }
             )
-            digest = chain_hash(previous, content)
+            digest = REVISIONS.link(previous, content)
             revisions.append(
                 ArtifactRevision(
                     scope_id=scope_id,
