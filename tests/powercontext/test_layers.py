@@ -81,9 +81,9 @@ def is_project_module(dotted: str) -> bool:
     return False
 
 
-def imported_modules(path: Path, source: str) -> list[tuple[int, str]]:
-    """(line, module) for every import in ``source`` and every dotted string naming a
-    project module; relative imports resolved against ``path``."""
+def imported_modules(path: Path, source: str, *, strings: bool = True) -> list[tuple[int, str]]:
+    """(line, module) for every import in ``source`` and (with ``strings``) every dotted
+    string naming a project module; relative imports resolved against ``path``."""
     package = module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
@@ -102,7 +102,7 @@ def imported_modules(path: Path, source: str) -> list[tuple[int, str]]:
                 (node.lineno, f"{module}.{alias.name}" if module else alias.name)
                 for alias in node.names
             )
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str):
             if is_project_module(node.value):
                 found.append((node.lineno, node.value))
     return found
@@ -209,3 +209,110 @@ def test_an_arrow_back_up_is_caught(where: str, source: str, arrow: str) -> None
 )
 def test_an_arrow_down_or_a_name_is_not_an_arrow(where: str, source: str) -> None:
     assert upward_arrows(REPO / where, source) == []
+
+
+# -- no circles ------------------------------------------------------------------------
+
+# Circles left on purpose, each with the work that removes it. ``hybrid`` and ``query``
+# import each other until the search wing has one face (issue 39, item 1), work under
+# way in those very modules.
+KNOWN_CYCLES = {frozenset({"powercontext.search.hybrid", "powercontext.search.query"})}
+
+
+def import_graph(files: list[Path]) -> dict[str, set[str]]:
+    """{module: the project modules it imports} of the layers' modules. An import counts
+    wherever it is written (a function's lazy import still ties the two modules), and it
+    names the most specific module it reaches (``from powercontext.search import
+    vectors`` is ``powercontext.search.vectors``, not the package's door). A dotted string
+    is not counted here: settings name the WSGI application and the WSGI module names the
+    settings, Django's own layout, and a string is resolved only after both are loaded."""
+    modules = {module_name(path): path for path in files if part(module_name(path)) in LAYERS}
+
+    def resolve(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            if ".".join(parts[:end]) in modules:
+                return ".".join(parts[:end])
+        return None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        found = (
+            resolve(name) for _, name in imported_modules(path, path.read_text(), strings=False)
+        )
+        graph[module] = {name for name in found if name is not None and name != module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm,
+    iterative: the tree is deep enough to matter for recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[frozenset[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            following = next(edges, None)
+            if following is not None:
+                if following not in index:
+                    index[following] = low[following] = len(index)
+                    stack.append(following)
+                    on_stack.add(following)
+                    work.append((following, iter(sorted(graph.get(following, ())))))
+                elif following in on_stack:
+                    low[node] = min(low[node], index[following])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(frozenset(component))
+    return cycles
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    cycles = [
+        cycle for cycle in import_cycles(import_graph(project_files())) if cycle not in KNOWN_CYCLES
+    ]
+    assert not cycles, "\n".join(" <-> ".join(sorted(cycle)) for cycle in cycles)
+
+
+def test_a_circle_is_caught() -> None:
+    graph = {
+        "a": {"b"},
+        "b": {"c"},
+        "c": {"a", "d"},
+        "d": set(),
+        "e": {"e", "d"},
+    }
+    assert import_cycles(graph) == [frozenset({"a", "b", "c"})]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_a_lazy_import_closes_a_circle(tmp_path: Path) -> None:
+    """A function-level import counts: the circle the report types once made
+    (``maintenance`` importing ``sources`` in a function, ``sources`` importing
+    ``maintenance`` for ``CheckResult``) is found again if it comes back."""
+    graph = import_graph(project_files())
+    graph["powercontext.sources"] = graph["powercontext.sources"] | {"powercontext.maintenance"}
+    assert any(
+        {"powercontext.sources", "powercontext.maintenance"} <= cycle
+        for cycle in import_cycles(graph)
+    )
