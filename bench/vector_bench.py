@@ -88,10 +88,11 @@ def seed(entries: int) -> float:
     from memory.services import content_hash, memory_remember, projection_values
     from powercontext import embedding
     from powercontext.search import vectors
+    from powercontext.search.vectors import record as vector_record
 
     started = time.perf_counter()
     model = embedding.embedder()
-    vectors._create(MEMORY_INDEX, model, replace=True)
+    vector_record.create(MEMORY_INDEX, model, replace=True)
     # A head revision for the scope, so the searches run as they do on a real one (the
     # bulk-written rows below have no manifest rows: their hits are read, then refused).
     memory_remember(scope_id=SCOPE, kind="note", text="The bench scope's first entry.")

@@ -72,16 +72,8 @@ from django.db import DataError, connection
 
 from powercontext.embedding import to_oceanbase_vector
 from powercontext.search.indexes import SearchIndex
-from powercontext.search.vectors import (
-    Damage,
-    StoredVector,
-    VectorRow,
-    delete_vectors,
-    note_damaged_rows,
-    note_damaged_scope,
-    note_scope_searched,
-    vec_table,
-)
+from powercontext.search.vectors.engine import VectorEngine
+from powercontext.search.vectors.values import Damage, StoredVector, VectorRow, vec_table
 
 # MySQL's "out of range value": what seekdb answers when a vector's arithmetic overflows
 # (``vector_norm`` of a vector holding 1e20, or ``cosine_distance`` at some dimensions:
@@ -109,10 +101,11 @@ def _text(value: Any) -> str:
     return bytes(value).decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
 
-class OceanBaseVectors:
+class OceanBaseVectors(VectorEngine):
     transactional_ddl: ClassVar[bool] = False
     # Recorded with the model (``VectorIndexState.layout``); the one layout so far.
     layout: ClassVar[str] = "vector hnsw"
+    key_column: ClassVar[str] = "row_key"
 
     @staticmethod
     def ddl(index: SearchIndex, dimension: int) -> tuple[list[str], list[str]]:
@@ -164,9 +157,6 @@ class OceanBaseVectors:
                 ],
             )
 
-    def delete(self, index: SearchIndex, row_keys: Sequence[int]) -> None:
-        delete_vectors(index, "row_key", row_keys)
-
     def nearest(
         self, index: SearchIndex, *, scope_id: str, vectors: Sequence[Any], k: int
     ) -> list[tuple[int, str, str, float]]:
@@ -200,8 +190,8 @@ class OceanBaseVectors:
                 raise
             # An overflowing vector fails the scope's whole scan (seen at 3 dimensions:
             # a value of 1e30; at 384 seekdb answers distance 1): searched lexically.
-            raise note_damaged_scope(index, scope_id, error) from error
-        note_scope_searched(index, scope_id)
+            raise self.damage.note_scope(index, scope_id, error) from error
+        self.damage.scope_searched(index, scope_id)
         damaged = {
             int(key): "its vector holds values that are not finite"
             if not sane
@@ -210,7 +200,7 @@ class OceanBaseVectors:
             if not sane or value is None
         }
         if damaged:
-            note_damaged_rows(index, damaged)
+            self.damage.note_rows(index, damaged)
         return [
             (int(key), _text(cited), _text(version), float(value))
             for key, cited, version, value, _ in found

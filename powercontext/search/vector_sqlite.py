@@ -54,16 +54,8 @@ from django.db import connection
 
 from powercontext.embedding import to_sqlite_vec
 from powercontext.search.indexes import SearchIndex
-from powercontext.search.vectors import (
-    Damage,
-    StoredVector,
-    VectorRow,
-    delete_vectors,
-    note_damaged_rows,
-    note_damaged_scope,
-    note_scope_searched,
-    vec_table,
-)
+from powercontext.search.vectors.engine import VectorEngine
+from powercontext.search.vectors.values import Damage, StoredVector, VectorRow, vec_table
 
 # Candidates by code per row asked for, and their least number, and the code's middle
 # level (see the module's docstring; chosen on real embeddings, docs/relevance-history.md).
@@ -188,11 +180,16 @@ def _code_nearest(
     return [int(key) for key in keys[order]]
 
 
-class SqliteVectors:
+class SqliteVectors(VectorEngine):
     transactional_ddl: ClassVar[bool] = True
     # Recorded with the model (``VectorIndexState.layout``): a table of another layout
     # (before it, ``embedding float[...]`` alone) is rebuilt, never read or written.
     layout: ClassVar[str] = "vec0 2-bit code, float rescoring"
+    # The row key is the vec0 table's rowid.
+    key_column: ClassVar[str] = "rowid"
+    # refresh_statistics is the base's no-op: :meth:`nearest` reads the chunks and rows by
+    # key, no plan to choose (and the read path already avoids what SQLite's planner gets
+    # wrong).
 
     @staticmethod
     def ddl(index: SearchIndex, dimension: int) -> tuple[list[str], list[str]]:
@@ -234,9 +231,6 @@ class SqliteVectors:
                 ],
             )
 
-    def delete(self, index: SearchIndex, row_keys: Sequence[int]) -> None:
-        delete_vectors(index, "rowid", row_keys)
-
     def nearest(
         self, index: SearchIndex, *, scope_id: str, vectors: Sequence[Any], k: int
     ) -> list[tuple[int, str, str, float]]:
@@ -246,8 +240,8 @@ class SqliteVectors:
         try:
             keys, valid, codes = self._scope_codes(index, scope_id, 2 * queries.shape[1] // 8)
         except ValueError as error:
-            raise note_damaged_scope(index, scope_id, error) from error
-        note_scope_searched(index, scope_id)
+            raise self.damage.note_scope(index, scope_id, error) from error
+        self.damage.scope_searched(index, scope_id)
         coarse = max(k * COARSE_FACTOR, COARSE_MIN)
         if int(valid.sum()) <= coarse:
             # Every vector of the scope is a candidate: no code comparison to make.
@@ -262,7 +256,7 @@ class SqliteVectors:
         rows, matrix, damaged = _float_matrix(stored, queries.shape[1])
         if damaged:
             # Left out, never a 500 for the whole scope: the others are still exact.
-            note_damaged_rows(index, damaged)
+            self.damage.note_rows(index, damaged)
             if not len(rows):
                 return []
         # The exact cosine distance to the nearest query (what ``vec_distance_cosine``
@@ -444,7 +438,3 @@ class SqliteVectors:
         keys = np.frombuffer(b"".join(bytes(row[1]) for row in stored), dtype="<i8")
         valid = _valid_slots(b"".join(bytes(row[0]) for row in stored), len(keys))
         return [int(key) for key in keys[valid]]
-
-    def refresh_statistics(self, index: SearchIndex) -> None:
-        """Nothing to do: :meth:`nearest` reads the chunks and rows by key, no plan to
-        choose (and the read path already avoids what SQLite's planner gets wrong)."""

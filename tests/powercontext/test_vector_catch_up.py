@@ -18,7 +18,7 @@ from tests.server.test_serve import REPO_ROOT, _env, _serve, start_process  # no
 pytestmark = pytest.mark.slow
 
 SCOPE = "catch-up"
-ENTRIES = 700  # six batches of vectors.REBUILD_BATCH: stopped after the first, not done
+ENTRIES = 700  # six batches of the rebuild's REBUILD_BATCH: stopped after the first, not done
 STORED = "memory_activeentry_vec_auxiliary"  # one row per stored vector (a plain table)
 
 WRITE = f"""

@@ -40,9 +40,9 @@ oceanbase = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True)
 def _nothing_noted():
-    vectors.forget_damage()
+    vectors.DAMAGE.forget()
     yield
-    vectors.forget_damage()
+    vectors.DAMAGE.forget()
 
 
 POSTGRES: list[str] = []  # the entry id of TEXTS[0], once remembered
@@ -232,14 +232,14 @@ def test_a_scope_whose_vectors_overflow_the_engine_is_searched_lexically():
         _set_raw(index, 2, "[1e30,0,0]")
         with pytest.raises(vectors.VectorsDamaged):
             engine.nearest(index, scope_id=SCOPE, vectors=[[1.0, 0.0, 0.0]], k=2)
-        assert vectors.damage_noted(index) == (0, 1)
+        assert vectors.DAMAGE.noted(index) == (0, 1)
         found = engine.damaged(index, dimension=3)
         assert found.rows == {2: "its vector's values overflow the engine's arithmetic"}
         _set_raw(index, 2, "[0,1,0]")
         assert [
             key for key, *_ in engine.nearest(index, scope_id=SCOPE, vectors=[[1.0, 0.0, 0.0]], k=2)
         ] == [1, 2]
-        assert vectors.damage_noted(index) == (0, 0)
+        assert vectors.DAMAGE.noted(index) == (0, 0)
     finally:
         with connection.cursor() as cursor:
             for statement in drop:

@@ -27,6 +27,7 @@ from powercontext.migration_operations import engine_of
 from powercontext.models import ArtifactHead, VectorIndexState
 from powercontext.search import vectors
 from powercontext.search.indexes import SearchIndex
+from powercontext.search.vectors import record as vector_record
 from powercontext.snapshot import read_snapshot
 from server.health import readiness
 from tests.experience.conftest import SOURCE, capture_source
@@ -209,7 +210,7 @@ def test_the_engine_finds_each_rows_distance_to_the_nearest_vector_exactly():
     """The engine alone, on more rows than the answer: the k nearest to any of several
     vectors, each at its distance to the nearest one, as a brute force computes them."""
     model = embedding.embedder()
-    vectors._create(MEMORY_INDEX, model, replace=True)
+    vector_record.create(MEMORY_INDEX, model, replace=True)
     engine = vectors.vector_engine()
     rng = np.random.default_rng(16)
     stored = rng.standard_normal((60, model.dimension)).astype(np.float32)

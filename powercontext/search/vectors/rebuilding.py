@@ -1,0 +1,222 @@
+"""Rebuilding and checking an index's vectors against its rows (``rebuild_index``,
+``check_integrity``, and serve's catch-up through :func:`coverage`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from django.db import connection, transaction
+
+from powercontext.reports import CheckResult, Progress, RebuildReport
+from powercontext.search.indexes import SearchIndex
+from powercontext.search.vectors import record
+from powercontext.search.vectors.availability import status
+from powercontext.search.vectors.damage import DAMAGE
+from powercontext.search.vectors.registry import vector_engine, vector_indexes
+from powercontext.search.vectors.rows import indexed_rows, scope_cited_version
+from powercontext.search.vectors.values import (
+    Coverage,
+    Damage,
+    State,
+    VectorRow,
+    vec_table,
+)
+from powercontext.snapshot import read_snapshot
+
+# Rows embedded per rebuild step (one embedding call, one short write transaction).
+REBUILD_BATCH = 128
+
+
+def coverage(index: SearchIndex, *, scope_id: str | None = None, damage: bool = False) -> Coverage:
+    """The rows and the stored vectors, read in one snapshot; with ``damage``, also the
+    stored vectors that are damaged (every vector read: check and rebuild_index, not the
+    catch-up at every start)."""
+    engine = vector_engine()
+    with read_snapshot():
+        rows = indexed_rows(index, None, scope_id=scope_id)
+        present = engine.problem(index) is None
+        stored = engine.stored(index, scope_id) if present else {}
+        recorded = record.recorded(index) if present and damage else None
+        found = (
+            engine.damaged(index, dimension=recorded[1], scope_id=scope_id)
+            if recorded is not None
+            else Damage()
+        )
+    return Coverage(rows, stored, found)
+
+
+def rebuild(
+    index: SearchIndex,
+    *,
+    scope_id: str | None = None,
+    batch_size: int = REBUILD_BATCH,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    damaged: bool = False,
+) -> RebuildReport:
+    """(Re)embed the rows of ``index`` that have no vector or a stale one, and drop the
+    vectors of rows that are gone; after a model change (or with the vector objects
+    missing) recreate them for the running model and embed every row, of every scope.
+    With ``damaged`` (``rebuild_index``), every stored vector is read too and the damaged
+    ones are re-embedded (:meth:`VectorEngine.damaged`); damaged storage of the engine's
+    own, which no row names, has the vector objects recreated.
+
+    Unlike a family's rebuild this is not one transaction: the model's time would hold
+    the write lock for minutes. Each batch is embedded outside any transaction, then
+    written in a short one that first rereads the batch's rows and stores a vector only
+    for a row still at the version it was computed from. Every stored vector is valid on
+    its own, so a reader meanwhile sees fewer vectors, never wrong ones. Idempotent.
+    With ``stop``, it returns before the next batch once ``stop`` is set (what is written
+    stays; a later rebuild goes on from there)."""
+    started = time.monotonic()
+    report = RebuildReport(f"{index.name} vectors", unit="rows embedded")
+    current = status(index)
+    if current.state in (State.OFF, State.UNAVAILABLE):
+        report.index = f"vectors skipped: {current.detail}"
+        report.seconds = time.monotonic() - started
+        return report
+    model = record.running_model()
+    recreated = current.state in (State.MISSING, State.MODEL_CHANGED, State.LAYOUT_CHANGED)
+    if recreated:
+        if connection.in_atomic_block and not vector_engine().transactional_ddl:
+            # DDL would commit the caller's transaction here (OceanBase).
+            report.index = f"vectors skipped inside a transaction: {current.detail}"
+            report.seconds = time.monotonic() - started
+            return report
+        record.create(index, model, replace=True)
+        scope_id = None
+    state = coverage(index, scope_id=scope_id, damage=damaged and not recreated)
+    storage = state.damage.storage
+    if storage and not (connection.in_atomic_block and not vector_engine().transactional_ddl):
+        # Rows the engine's storage no longer names cannot be re-embedded one by one.
+        record.create(index, model, replace=True)
+        recreated, scope_id = True, None
+        state = coverage(index)
+    orphaned = state.orphaned
+    if orphaned:
+        with transaction.atomic():
+            vector_engine().delete(index, orphaned)
+    repaired = state.damaged
+    todo = sorted([*state.missing, *state.stale, *repaired])
+    report.scopes = len({scope for scope, _, _ in state.rows.values()})
+    report.deleted = len(orphaned)
+    embedded_seconds = 0.0
+    done = 0
+    for start in range(0, len(todo), batch_size):
+        if stop is not None and stop.is_set():
+            break
+        batch = todo[start : start + batch_size]
+        with read_snapshot():
+            rows = indexed_rows(index, batch, scope_id=None)
+            documents = index.documents(list(rows)) if index.documents else {}
+        keys = [key for key in batch if key in rows and key in documents]
+        began = time.monotonic()
+        vectors = model.embed_documents([documents[key] for key in keys])
+        embedded_seconds += time.monotonic() - began
+        with transaction.atomic():
+            now = indexed_rows(index, keys, scope_id=None)
+            fresh = [
+                (VectorRow(key, *scope_cited_version(rows[key]), documents[key]), vector)
+                for key, vector in zip(keys, vectors, strict=True)
+                if now.get(key) == rows[key]
+            ]
+            if record.recorded(index) == record.expected_record(model) and fresh:
+                vector_engine().upsert(index, fresh)
+        report.inserted += len(fresh)
+        done += len(batch)
+        if progress:
+            progress(done, len(todo))
+    if not (connection.in_atomic_block and not vector_engine().transactional_ddl):
+        # OceanBase's planner needs them for the table a rebuild has just filled (it
+        # commits on its own there, so never inside the caller's transaction).
+        record.refresh_statistics(index)
+    report.entries = len(todo)
+    report.seconds = time.monotonic() - started
+    rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0
+    what = "recreated for the model and " if recreated else ""
+    if storage and recreated:
+        what = f"recreated ({'; '.join(storage)}) and "
+    stopped = f", stopped after {done} of {len(todo)}" if done < len(todo) else ""
+    fixed = f" ({len(repaired)} of them damaged)" if repaired else ""
+    report.index = (
+        f"{what}{report.inserted} vector(s) embedded{fixed} at {rate:,.0f} entries/s "
+        f"(model {embedded_seconds:.2f}s), {len(orphaned)} orphaned vector(s) dropped"
+        f"{stopped}"
+    )
+    if damaged and done == len(todo) and scope_id is None:
+        # Every damaged vector was re-embedded: searches may try every scope again.
+        DAMAGE.repaired(index)
+    return report
+
+
+def check(index: SearchIndex, *, scope_id: str | None = None) -> CheckResult:
+    """Vectors of another model, missing vector objects, rows with no vector, stale
+    vectors (of another version than the row's), orphaned ones (of no row) and damaged
+    ones (:meth:`VectorEngine.damaged`: every stored vector is read)."""
+    result = CheckResult(f"{index.name}.vectors")
+    current = status(index)
+    if current.state in (State.OFF, State.UNAVAILABLE):
+        result.skipped = current.detail
+        return result
+    if current.state is State.MISSING:
+        # No vector index at all (never created, or dropped): nothing to compare; the
+        # rows are found lexically, and rebuild_index creates and fills it.
+        result.skipped = current.detail
+        return result
+    if current.state is not State.READY:
+        result.add(None, index.name, current.detail)
+    state = coverage(index, scope_id=scope_id, damage=current.state is State.READY)
+    result.checked = len(state.rows)
+    for problem in state.damage.storage:
+        result.add(scope_id, vec_table(index), f"{problem} (rebuild_index recreates it)")
+    for key in state.damaged:
+        scope, cited, version = state.rows[key]
+        result.add(
+            scope,
+            f"{cited}@{version}",
+            f"vector is damaged: {state.damage.rows[key]} (rebuild_index re-embeds it)",
+        )
+    for key in state.missing:
+        scope, cited, version = state.rows[key]
+        result.add(scope, f"{cited}@{version}", "has no vector (rebuild_index embeds it)")
+    for key in state.stale:
+        scope, cited, version = state.rows[key]
+        stored = state.stored[key]
+        result.add(
+            scope,
+            f"{cited}@{version}",
+            f"vector is of {stored.cited_id}@{stored.version}, not of the row (stale)",
+        )
+    for key in state.orphaned:
+        stored = state.stored[key]
+        result.add(
+            scope_id, f"{stored.cited_id}@{stored.version}", f"vector of row {key}, which is gone"
+        )
+    return result
+
+
+def rebuild_all(
+    *,
+    scope_id: str | None = None,
+    progress: Callable[[str], Progress | None] | None = None,
+) -> list[RebuildReport]:
+    """Every vector index's :func:`rebuild` (``rebuild_index`` runs this after the
+    families, whose rebuilds may have rewritten the rows)."""
+    reports = []
+    for index in vector_indexes():
+        name = f"{index.name} vectors"
+        reports.append(
+            rebuild(
+                index,
+                scope_id=scope_id,
+                progress=progress(name) if progress else None,
+                damaged=True,
+            )
+        )
+    return reports
+
+
+def check_all(*, scope_id: str | None = None) -> list[CheckResult]:
+    return [check(index, scope_id=scope_id) for index in vector_indexes()]
