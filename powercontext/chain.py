@@ -58,7 +58,8 @@ class ContentChain(Chain):
 
     def body(self, previous_hash: str, fields: tuple[Any, ...]) -> bytes:
         (content,) = fields
-        return previous_hash.encode("ascii") + b"\x00" + content.encode("utf-8")
+        text: str = content
+        return previous_hash.encode("ascii") + b"\x00" + text.encode("utf-8")
 
 
 def next_link(last: tuple[int, str] | None) -> tuple[int, str]:
