@@ -69,8 +69,34 @@ def marker(kind: str) -> str:
     return f"{MARKER_PREFIX}{kind}]"
 
 
+def _with_boundary(pattern: str) -> str:
+    """``pattern`` with a look-behind just after its leading literal (``ghp_``, ``eyJ``):
+    a match there must not follow a token character. Checked right after the literal, so
+    the engine still finds the literal as fast as ``str.find``, and refuses an occurrence
+    inside a longer run before it reads the run (``eyJeyJeyJ...`` is read once, not once
+    per ``eyJ``)."""
+    at = width = 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\" and pattern[at + 1 : at + 2] in (".", "-", "/", "+"):
+            step = 2
+        elif char == "[":
+            step = pattern.index("]", at) + 1 - at
+        elif char.isalnum() or char in "_-~":
+            step = 1
+        else:
+            break
+        if pattern[at + step : at + step + 1] in ("{", "*", "+", "?"):
+            break  # a repeated atom is not part of the literal
+        at += step
+        width += 1
+    if not width:
+        return pattern
+    return pattern[:at] + rf"(?<![A-Za-z0-9_-][\s\S]{{{width}}})" + pattern[at:]
+
+
 _TOKENS = tuple(
-    (rule[0], rule[1], re.compile(rule[2]), rule[3] if len(rule) == 4 else 0)
+    (rule[0], rule[1], re.compile(_with_boundary(rule[2])), rule[3] if len(rule) == 4 else 0)
     for rule in rules.TOKEN_RULES
 )
 # A token starts where none of these stands just before it (``redaction_rules``).
@@ -90,11 +116,22 @@ _ASSIGNMENT = re.compile(
 )
 # The value after the operator: on the same line, or alone on the next one (YAML's
 # ``|``/``>`` block, a shell ``\`` continuation, or nothing left on the key's line).
-_VALUE = re.compile(
-    r"(?:[|>][-+]?+[ \t]{0,8}+\r?\n[ \t]{0,32}+|\\?\r?\n[ \t]{0,32}+)?"
-    r"\(?+[ \t]{0,8}+(?:\"([^\"\r\n]{1,512}+)\"|'([^'\r\n]{1,512}+)'|`([^`\r\n]{1,512}+)`"
-    r"|([^\s\"'`]{1,512}+))"
-)
+
+
+def _value_pattern(stops: str = "") -> re.Pattern[str]:
+    """The value after the operator: on the same line, or alone on the next one (YAML's
+    ``|``/``>`` block, a shell ``\\`` continuation, or nothing left on the key's line);
+    quoted, or up to a blank (or one of ``stops``, where its context ends a value)."""
+    return re.compile(
+        r"(?:[|>][-+]?+[ \t]{0,8}+\r?\n[ \t]{0,32}+|\\?\r?\n[ \t]{0,32}+)?"
+        r"\(?+[ \t]{0,8}+(?:\"([^\"\r\n]{1,512}+)\"|'([^'\r\n]{1,512}+)'|`([^`\r\n]{1,512}+)`"
+        rf"|([^\s\"'`{re.escape(stops)}]{{1,512}}+))"
+    )
+
+
+_VALUE = _value_pattern()
+# In a URL's query a value ends at ``&`` or ``#``; in a connection string, at ``;``.
+_VALUE_AFTER = {"?": _value_pattern("&#"), "&": _value_pattern("&#"), ";": _value_pattern(";")}
 # A quoted string continued on the next line (``"abc" \`` + ``"def"``, ``+``).
 _CONTINUED = re.compile(
     r"[ \t]{0,8}+\+?+[ \t]{0,8}+\\?\r?\n[ \t]{0,32}+\+?+[ \t]{0,8}+"
@@ -104,7 +141,7 @@ _CONTINUED = re.compile(
 _CODE = re.compile(r"[A-Za-z_][\w.]{0,127}+[\[(]|[A-Za-z_]\w{0,63}+(?:\.[A-Za-z_]\w{0,63}+){1,8}+$")
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,63}+")
 _SHELL_VARIABLE = re.compile(r"\$(?:[{(]|[A-Za-z_]\w{0,63}+$)")
-_KEY_PARTS = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+_KEY_PARTS = re.compile(r"[_.\-]{1,64}+|(?<=[a-z0-9])(?=[A-Z])")
 
 # ``scheme://user:password@host``: the password alone, any character but a blank and
 # the URL delimiters (an ``@`` in it: up to the last one).
@@ -115,7 +152,7 @@ _AUTHORIZATION = re.compile(
     r"(?:bearer|basic|token|digest|apikey|sso-key|key|otp)?+[ \t]{0,8}+"
     r"([A-Za-z0-9._~+/=:-]{8,4096}+)"
 )
-_BEARER = re.compile(r"bearer[ \t]{1,8}+([A-Za-z0-9._~+/-]{16,4096}+=*+)")
+_BEARER = re.compile(r"bearer[ \t]{1,8}+([A-Za-z0-9._~+/-]{16,4096}+={0,2}+)")
 # The flags below: the boundary before the ``-`` is checked by the caller (``_flag``).
 _CURL_USER = re.compile(
     r"(?:-u|--user|--proxy-user)(?:[ \t]{1,8}+|=)[\"']?+[^\s:\"']{1,128}+"
@@ -249,14 +286,8 @@ def _value_is_secret(value: str, *, quoted: bool, colon: bool, spaced: bool) -> 
     return not (spaced and _IDENTIFIER.fullmatch(value) and not any(c.isdigit() for c in value))
 
 
-def _unquoted_end(text: str, key_start: int, value: str) -> str:
-    """An unquoted value cut where its context ends it: a URL query's ``&``, a
-    connection string's ``;``, a sentence's closing punctuation."""
-    before = text[key_start - 1] if key_start else ""
-    if before in "?&":
-        value = re.split(r"[&#]", value, maxsplit=1)[0]
-    elif before == ";":
-        value = value.split(";", 1)[0]
+def _unquoted_end(value: str) -> str:
+    """An unquoted value without a sentence's closing punctuation."""
     value = value.rstrip(".,;:")
     if value.endswith(")") and "(" not in value:
         value = value.rstrip(")")
@@ -264,11 +295,17 @@ def _unquoted_end(text: str, key_start: int, value: str) -> str:
 
 
 def _keyword_spans(text: str) -> Iterator[tuple[int, int, str]]:
-    for match in _ASSIGNMENT.finditer(text):
+    """Values assigned to keys that name a secret. The search goes on after each value
+    (kept or not), so no character is read as part of two values: a run of
+    ``password=password=...`` costs its length, not its length times a value's."""
+    position = 0
+    while (match := _ASSIGNMENT.search(text, position)) is not None:
+        position = match.end()
         kind = _key_kind(match.group(1))
         if kind is None:
             continue
-        value_match = _VALUE.match(text, match.end())
+        before = text[match.start(1) - 1] if match.start(1) else ""
+        value_match = _VALUE_AFTER.get(before, _VALUE).match(text, match.end())
         if value_match is None:
             continue
         group = next(g for g in (1, 2, 3, 4) if value_match.group(g) is not None)
@@ -276,8 +313,9 @@ def _keyword_spans(text: str) -> Iterator[tuple[int, int, str]]:
         start, end = value_match.span(group)
         quoted = group != 4
         if not quoted:
-            value = _unquoted_end(text, match.start(1), value)
+            value = _unquoted_end(value)
             end = start + len(value)
+        position = max(position, end)
         spaced = text[match.start(3) - 1 : match.end(3) + 1].count(" ") == 2
         if not _value_is_secret(value, quoted=quoted, colon=match.group(3) == ":", spaced=spaced):
             continue
@@ -285,6 +323,7 @@ def _keyword_spans(text: str) -> Iterator[tuple[int, int, str]]:
             # The same string continued on the next line is the rest of the secret.
             while (continued := _CONTINUED.match(text, end + 1)) is not None:
                 end = continued.end() - 1
+            position = end + 1
         yield start, end, kind
 
 

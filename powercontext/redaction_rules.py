@@ -29,12 +29,16 @@ _E = r"(?![A-Za-z0-9_-])"
 
 TOKEN_RULES: tuple[tuple[str, str, str] | tuple[str, str, str, int], ...] = (
     # Cloud providers.
-    ("aws-access-key-id", "", r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}+(?![A-Z0-9])"),
+    (
+        "aws-access-key-id",
+        "",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Z0-9][\s\S]{4})[A-Z0-9]{16}+(?![A-Z0-9])",
+    ),
     # AWS STS session tokens: base64 of a fixed header.
     (
         "aws-session-token",
         "",
-        r"(?:FwoGZXIvYXdz|IQoJb3JpZ2lu|FQoGZXIvYXdz)[A-Za-z0-9+/]{40,4096}+={0,2}+",
+        r"(?:FwoGZXIvYXdz|IQoJb3JpZ2lu|FQoGZXIvYXdz)(?<![A-Za-z0-9+/][\s\S]{12})[A-Za-z0-9+/]{40,4096}+={0,2}+",
     ),
     ("google-api-key", "aiza", r"AIza[A-Za-z0-9_-]{35}+" + _E),
     ("google-oauth-secret", "gocspx-", r"GOCSPX-[A-Za-z0-9_-]{28}+" + _E),
