@@ -149,7 +149,7 @@ _URL_PASSWORD = re.compile(r"://([^\s:/?#@\"'<>]{0,128}+):([^\s/?#\"'<>]{1,256})
 # These two run over the lower-cased text (same offsets): a literal first is found fast.
 _AUTHORIZATION = re.compile(
     r"authorization[\"']?[ \t]{0,8}+[:=,][ \t]{0,8}+[\"']?"
-    r"(?:bearer|basic|token|digest|apikey|sso-key|key|otp)?+[ \t]{0,8}+"
+    r"(bearer|basic|token|digest|apikey|sso-key|key|otp)?+[ \t]{0,8}+"
     r"([A-Za-z0-9._~+/=:-]{8,4096}+)"
 )
 _BEARER = re.compile(r"bearer[ \t]{1,8}+([A-Za-z0-9._~+/-]{16,4096}+={0,2}+)")
@@ -175,7 +175,10 @@ _LONG_FLAG = re.compile(
     r"|([^\s\"'-][^\s]{0,255}+))"
 )
 # ``.netrc``: ``machine host login me password PW``.
-_NETRC = re.compile(r"(?<=\s)password[ \t]{1,8}+([^\s]{1,256}+)")
+_NETRC = re.compile(
+    r"machine\s{1,16}+\S{1,256}+(?:\s{1,16}+login\s{1,16}+\S{1,256}+)?+"
+    r"\s{1,16}+password\s{1,16}+(\S{1,256}+)"
+)
 _XML_SECRET = re.compile(r"<([A-Za-z_:][\w:.-]{0,63}+)>([^<>\s]{1,512}+)</\1>")
 # Bounded, not possessive: the words before PRIVATE KEY are of its characters.
 _PEM_BEGIN = re.compile(
@@ -217,7 +220,17 @@ def _placeholder(value: str) -> bool:
         or value in rules.DOCUMENTED_SAMPLES
         or any(word in lowered for word in rules.PLACEHOLDER_WORDS)
         or len(set(lowered)) <= 2
+        or any(_same_halves(value, separator) for separator in "/:")
     )
+
+
+def _same_halves(value: str, separator: str) -> bool:
+    """``guest:guest``, ``billing/billing``: a development default, user and password
+    alike."""
+    if value.count(separator) != 1:
+        return False
+    user, password = value.split(separator)
+    return user == password
 
 
 def _token_spans(text: str, lowered: str) -> Iterator[tuple[int, int, str]]:
@@ -382,9 +395,12 @@ def _structured_spans(text: str, lowered: str) -> Iterator[tuple[int, int, str]]
                 yield *match.span(2), "url-password"
     if "authorization" in lowered:
         for match in _AUTHORIZATION.finditer(lowered):
-            value = text[match.start(1) : match.end(1)]
+            value = text[match.start(2) : match.end(2)]
+            after = text[match.end(2) : match.end(2) + 2]
+            if match.group(1) is None and len(after) == 2 and after[0] == " " and after[1] != " ":
+                continue  # a scheme of its own followed by its parameters
             if not _placeholder(value) and not _SHELL_VARIABLE.match(value):
-                yield *match.span(1), "authorization"
+                yield *match.span(2), "authorization"
     if "bearer" in lowered:
         for match in _BEARER.finditer(lowered):
             token = text[match.start(1) : match.end(1)]
@@ -398,11 +414,10 @@ def _structured_spans(text: str, lowered: str) -> Iterator[tuple[int, int, str]]
             if kind and _value_is_secret(value, quoted=True, colon=False, spaced=False):
                 yield *match.span(2), kind
     if "machine" in lowered:
-        for line_start, line_end in _lines_with(lowered, ("machine",)):
-            for match in _NETRC.finditer(lowered, line_start, line_end):
-                value = text[match.start(1) : match.end(1)]
-                if _value_is_secret(value, quoted=True, colon=False, spaced=False):
-                    yield *match.span(1), "password"
+        for match in _NETRC.finditer(lowered):
+            value = text[match.start(1) : match.end(1)]
+            if _value_is_secret(value, quoted=True, colon=False, spaced=False):
+                yield *match.span(1), "password"
     if "-" in text:
         yield from _flag_spans(text, lowered)
     if "PRIVATE KEY" in text:

@@ -150,7 +150,7 @@ PLACEHOLDER_WORDS = (
     "yourtoken",
     "xxxx",
     "****",
-    "....",
+    "...",
     "redacted",
     "dummy",
     "sample",

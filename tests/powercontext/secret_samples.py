@@ -306,6 +306,7 @@ SECRETS: tuple[tuple[str, str, str], ...] = (
     ("npmrc legacy auth", "_auth=" + _b64("me:Npm!Pass88"), _b64("me:Npm!Pass88")),
     ("pypirc", "[pypi]\nusername = __token__\npassword = " + _PYPI, _PYPI),
     ("netrc", "machine api.example.org login me password N3trc!Pass", "N3trc!Pass"),
+    ("netrc on lines", "machine git.internal\n  login ci\n  password N3t!Lines4", "N3t!Lines4"),
     (
         "query string",
         "GET /callback?code=1&access_token=" + _token(84, 40) + "&state=x",
@@ -468,4 +469,10 @@ LEGITIMATE: tuple[str, ...] = (
     "`token` is a required argument",
     "pwd = Path.cwd()",
     "old_pwd=$(pwd)",
+    # From real project notes (paraphrased): development defaults, elided keys, a
+    # signature scheme's name, prose after "password".
+    "Local credentials: billing/billing, database billing_dev, host port 5433.",
+    "Customers use API keys (`Authorization: Bearer bk_live_...`), stored hashed.",
+    "header `Authorization: ACME-HMAC-SHA256 mch_id=...,nonce=...,signature=...`",
+    "on our GUI-less CI machine the CLI can't save credentials, the OS password isn't there",
 )
