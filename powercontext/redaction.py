@@ -107,7 +107,7 @@ _TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 # checked exactly in ``_key_kind``), so ``a=a=a=...`` does not reach Python code.
 _KEY_ENDINGS = (
     "pass", "word", "pwd", "swd", "rase", "code", "cret", "oken", "key", "auth", "tial",
-    "ials", "eña", "ena", "base",
+    "ials", "eña", "ena", "base", "pat",
 )  # fmt: skip
 _ASSIGNMENT = re.compile(
     r"(?<![\w.$])([A-Za-z_][\w.-]{0,63}+)"
@@ -168,7 +168,14 @@ _PASSWORD_FLAG_SPACED = re.compile(
 )
 # Tools that take a password as ``-pPW`` (MySQL's) or ``-p PW`` / ``-a PW``.
 _PASSWORD_TOOLS = ("mysql", "mariadb")
-_SPACED_PASSWORD_TOOLS = ("sshpass", "redis-cli", "docker login", "podman login", "login -u")
+_SPACED_PASSWORD_TOOLS = (
+    "sshpass", "redis-cli", "docker login", "podman login", "login -u", "mongo",
+)  # fmt: skip
+# ``htpasswd -b[c] FILE USER PASSWORD``: the password comes last.
+_HTPASSWD = re.compile(
+    r"htpasswd[ \t]{1,8}+-[a-z]{0,8}b[a-z]{0,8}+[ \t]{1,8}+\S{1,256}+[ \t]{1,8}+\S{1,256}+"
+    r"[ \t]{1,8}+(\S{1,256}+)"
+)
 _LONG_FLAG = re.compile(
     r"--(?i:password|passwd|pass|token|api-key|apikey|secret|client-secret|"
     r"auth-token|access-token)[ \t]{1,8}+(?:'([^'\r\n]{1,256}+)'|\"([^\"\r\n]{1,256}+)\""
@@ -413,6 +420,11 @@ def _structured_spans(text: str, lowered: str) -> Iterator[tuple[int, int, str]]
             value = match.group(2)
             if kind and _value_is_secret(value, quoted=True, colon=False, spaced=False):
                 yield *match.span(2), kind
+    if "htpasswd" in lowered:
+        for match in _HTPASSWD.finditer(lowered):
+            value = text[match.start(1) : match.end(1)]
+            if _value_is_secret(value, quoted=True, colon=False, spaced=False):
+                yield *match.span(1), "password"
     if "machine" in lowered:
         for match in _NETRC.finditer(lowered):
             value = text[match.start(1) : match.end(1)]

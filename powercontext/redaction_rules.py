@@ -237,6 +237,7 @@ SECRET_WORDS = frozenset(
         "apitoken",
         "sessiontoken",
         "clientsecret",
+        "pat",
         "contraseña",
         "contrasena",
     )

@@ -176,6 +176,10 @@ _PGP = (
     f"{_PGP_BODY}\n=Ab1c\n-----END PGP PRIVATE KEY BLOCK-----"
 )
 
+_UUID = "-".join(_token(206 + i, n, _HEX) for i, n in enumerate((8, 4, 4, 4, 12)))
+_PKCS8 = _token(213, 64, _B64)
+_SENDGRID_2 = "SG." + _token(218, 22, _URLSAFE) + "." + _token(219, 43, _URLSAFE)
+
 # Passwords as password policies want them (each holds one of ! $ & * + ; = , ( )).
 _POLICY_PASSWORDS = (
     "Winter2025!x",
@@ -386,6 +390,50 @@ SECRETS: tuple[tuple[str, str, str], ...] = (
     ),
     ("token scheme header", "Authorization: token " + _token(91, 40, _HEX), _token(91, 40, _HEX)),
     ("bearer alone", "then send Bearer " + _token(92, 32) + " with it", _token(92, 32)),
+    # Measured as held out before the detector knew them (19 of 25 were redacted), then
+    # kept: they are formats as real as the rest.
+    ("gitlab runner token", "token glrt-" + _token(201, 20, _URLSAFE), _token(201, 20, _URLSAFE)),
+    ("github app token", "ghs_" + _token(202, 36), _token(202, 36)),
+    (
+        "openai service account",
+        "sk-svcacct-" + _token(203, 60, _URLSAFE),
+        _token(203, 60, _URLSAFE),
+    ),
+    (
+        "cloudflare token",
+        "CLOUDFLARE_API_TOKEN=" + _token(204, 40, _URLSAFE),
+        _token(204, 40, _URLSAFE),
+    ),
+    ("okta token", "okta_api_token: " + _token(205, 42), _token(205, 42)),
+    ("heroku api key (uuid)", "HEROKU_API_KEY=" + _UUID, _UUID),
+    ("datadog api key", "DD_API_KEY=" + _token(211, 32, _HEX), _token(211, 32, _HEX)),
+    ("jdbc password param", "jdbc:postgresql://db:5432/app?user=app&password=Jd6c!Pw", "Jd6c!Pw"),
+    ("sqlalchemy url", "mysql+pymysql://app:Sq!Al(ch)9@db/app", "Sq!Al(ch)9"),
+    ("k8s stringData", "stringData:\n  DB_PASS: 'K8s!Str1ng'", "K8s!Str1ng"),
+    ("ansible var", "ansible_become_password: Ans1ble!Pw", "Ans1ble!Pw"),
+    ("env in docker run", "docker run -e POSTGRES_PASSWORD=D0cker!Env img", "D0cker!Env"),
+    ("gh cli env", "GH_TOKEN=ghp_" + _token(212, 36) + " gh pr list", _token(212, 36)),
+    ("python kwarg", "psycopg2.connect(host='db', password='Py!Kw4rg')", "Py!Kw4rg"),
+    ("pkcs8 key", "-----BEGIN PRIVATE KEY-----\n" + _PKCS8 + "\n-----END PRIVATE KEY-----", _PKCS8),
+    ("url-encoded basic header", "Authorization=Basic%20" + _b64("u:Enc!Hdr7"), _b64("u:Enc!Hdr7")),
+    (
+        "slack user token",
+        "xoxp-" + _token(214, 12, string.digits) + "-" + _token(216, 32, _HEX),
+        _token(216, 32, _HEX),
+    ),
+    (
+        "azure devops pat",
+        "AZURE_DEVOPS_PAT=" + _token(217, 52, "abcdefghijklmnopqrstuvwxyz234567"),
+        _token(217, 52, "abcdefghijklmnopqrstuvwxyz234567"),
+    ),
+    ("sendgrid in json", '{"sendgrid": "' + _SENDGRID_2 + '"}', _SENDGRID_2),
+    ("htpasswd -b", "htpasswd -b .htpasswd admin Ht!Pass9", "Ht!Pass9"),
+    ("mongo shell -p", "mongosh -u admin -p M0ng0!Sh --authenticationDatabase admin", "M0ng0!Sh"),
+    (
+        "git credential url",
+        "https://oauth2:" + _token(220, 40) + "@git.internal/x.git",
+        _token(220, 40),
+    ),
     (
         "python headers dict",
         'headers = {"Authorization": "Bearer ' + _token(93, 36) + '"}',
