@@ -48,6 +48,7 @@ of the formats above.
 import base64
 import binascii
 import bisect
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -470,11 +471,15 @@ def _encoded_spans(text: str, found: list[tuple[int, int, str]]) -> Iterator[tup
     an encoding of an encoding is not looked into). A run already inside a detected span
     is not decoded again."""
     covered = sorted((start, end) for start, end, _ in found)
+    starts = [start for start, _ in covered]
+    # reach[i]: the farthest end of the spans covered[:i + 1] (so a lookup is a bisection).
+    reach = list(itertools.accumulate((end for _, end in covered), max))
     runs: list[tuple[int, int]] = [m.span() for m in _BASE64_RUN.finditer(text)]
     if "%" in text:
         runs.extend(_percent_runs(text))
     for start, end in runs:
-        if any(c_start <= start and end <= c_end for c_start, c_end in covered):
+        at = bisect.bisect_right(starts, start) - 1
+        if at >= 0 and reach[at] >= end:
             continue
         decoded = _decoded(text[start:end])
         if decoded is not None and decoded != text[start:end] and _direct_spans(decoded):
