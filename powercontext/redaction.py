@@ -543,13 +543,26 @@ def strip_private(text: str) -> Redacted:
     return Redacted(stripped, {PRIVATE_KIND: count} if count else {})
 
 
-def escape_markers(text: str) -> tuple[str, int]:
+def escape_markers(text: str, carried: str | None = None) -> tuple[str, int]:
     """``text`` with each literal ``[redacted:kind]`` in it written
     ``[redacted\\:kind]``, and how many were: what a write does before it redacts, so
-    that a marker in stored text is always one this server put there."""
+    that a marker in stored text is always one this server put there. A revision keeps
+    the markers of the version it revises (``carried``: as many of each as that one
+    holds), which the server did put there."""
     if MARKER_PREFIX not in text:
         return text, 0
-    return _MARKER.subn(lambda m: ESCAPED_MARKER_PREFIX + m.group()[len(MARKER_PREFIX) :], text)
+    kept = Counter(m.group() for m in _MARKER.finditer(carried or ""))
+    escaped = 0
+
+    def escape(match: re.Match[str]) -> str:
+        nonlocal escaped
+        if kept[match.group()] > 0:
+            kept[match.group()] -= 1
+            return match.group()
+        escaped += 1
+        return ESCAPED_MARKER_PREFIX + match.group()[len(MARKER_PREFIX) :]
+
+    return _MARKER.sub(escape, text), escaped
 
 
 def clean_prompt(text: str) -> str:
@@ -568,10 +581,11 @@ class Redactions:
         self.kinds: Counter[str] = Counter()
         self.escaped = 0
 
-    def text(self, value: str) -> str:
-        """The one step every write runs on a text it keeps: literal markers escaped,
-        ``<private>`` spans cut, secrets replaced."""
-        value, escaped = escape_markers(value)
+    def text(self, value: str, carried: str | None = None) -> str:
+        """The one step every write runs on a text it keeps: literal markers escaped
+        (but those of ``carried``, the version a revision revises), ``<private>`` spans
+        cut, secrets replaced."""
+        value, escaped = escape_markers(value, carried)
         self.escaped += escaped
         return self.stored(self.private(value))
 

@@ -248,3 +248,42 @@ def test_capture_metadata_nested_deeper_than_json_allows_is_a_clear_422(api, dep
     answer = api.post("/v1/sources/content", raw=body)
     assert answer.status_code == 422, answer.content[:500]
     assert answer.json()["error"]["code"] == "invalid_request"
+
+
+def test_a_revision_keeps_the_markers_of_the_version_it_revises(api, desk, propose):
+    """Revising a text the server redacted, with its markers as they came back, keeps
+    them as markers; a marker typed anew is still escaped."""
+    written = api.ok(
+        "/v1/memory/remember",
+        {"scope_id": SCOPE, "kind": "note", "text": f"db password={s.PASSWORD}"},
+    )["entry"]
+    assert written["text"] == "db password=[redacted:password]"
+    revised = api.ok(
+        "/v1/memory/entries/revise",
+        {
+            "scope_id": SCOPE,
+            "citation": written["citation"],
+            "kind": "note",
+            "text": written["text"] + ", and not [redacted:password] again",
+        },
+    )["entry"]
+    assert revised["text"] == (
+        "db password=[redacted:password], and not [redacted\\:password] again"
+    )
+    candidate = propose(proposal=proposal(action=f"set password={s.PASSWORD}"))
+    stored = CandidateVersion.objects.get(candidate__candidate_id=candidate["candidate_id"])
+    assert stored.action == "set password=[redacted:password]"
+    response = desk.post(
+        f"/admin/experience/candidate/{quote(candidate['candidate_id'])}/revise/",
+        {
+            "expected_version": 1,
+            **proposal(action=stored.action + " [redacted:jwt]"),
+            "reason": "edited at the desk",
+            "confirmed": "on",
+        },
+    )
+    assert response.status_code == 302
+    version = CandidateVersion.objects.get(
+        candidate__candidate_id=candidate["candidate_id"], version=2
+    )
+    assert version.action == "set password=[redacted:password] [redacted\\:jwt]"
