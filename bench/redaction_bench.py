@@ -8,7 +8,7 @@ inputs, with redaction on and off, interleaved in the same run.
 ``--adversarial`` times the detector alone (no Django) on the inputs the property test
 ``test_redaction_work_is_linear`` generates (keyword runs, near-matches, long tokens,
 encoded runs), at 8,192 and 200,000 characters, against a plain scan of the same text
-(one pass of ``\w+``), and prints the ratio: a super-linear detector shows as a ratio
+(one pass of a word pattern), and prints the ratio: a super-linear detector shows as a ratio
 that grows with the length. Each figure is the best of 5, in CPU milliseconds.
 
 In one process, on a fresh data directory (the embedded SQLite default), through
