@@ -3,6 +3,13 @@ inputs, with redaction on and off, interleaved in the same run.
 
     .venv/bin/python bench/redaction_bench.py            # 40 requests per route and mode
     .venv/bin/python bench/redaction_bench.py --ci       # 5, a smoke run
+    .venv/bin/python bench/redaction_bench.py --adversarial   # the detector on crafted input
+
+``--adversarial`` times the detector alone (no Django) on the inputs the property test
+``test_redaction_work_is_linear`` generates (keyword runs, near-matches, long tokens,
+encoded runs), at 8,192 and 200,000 characters, against a plain scan of the same text
+(one pass of a word pattern), and prints the ratio: a super-linear detector shows as a ratio
+that grows with the length. Each figure is the best of 5, in CPU milliseconds.
 
 In one process, on a fresh data directory (the embedded SQLite default), through
 Django's test client (the view, the service and the database; no socket). Each route
@@ -90,11 +97,71 @@ class Switch:
         self.module.redact, self.module.strip_private = redact, strip
 
 
+# Crafted inputs: one unit repeated to the length wanted (what the property test draws
+# from, and the shapes that made the detector of issue 38 super-linear).
+ADVERSARIAL_UNITS = {
+    "prose (baseline shape)": None,
+    "keyword run pwd_": "pwd_",
+    "keyword run password=": "password=",
+    "keyword run ;Password=": ";Password=",
+    "keyword run api_key: ": "api_key: ",
+    "json key run": '"password": "',
+    "value on next line": "password=\n",
+    "near-match ghp_ + 35": "ghp_" + "a" * 35 + " ",
+    "near-match sk- run": "sk-",
+    "near-match AKIA": "AKIA",
+    "url ://a:b": "://a:b",
+    "authorization run": "Authorization: ",
+    "bearer run": "Bearer 1",
+    "mysql -p run": "mysql -pa ",
+    "pem begin run": "-----BEGIN PRIVATE KEY-----\n",
+    "long token (alnum)": "a",
+    "long token (base64)": "QUFB",
+    "percent escapes": "%41",
+    "jwt-ish": "eyJa.",
+}
+
+
+def adversarial(lengths: tuple[int, ...] = (8192, 200_000)) -> int:
+    import re
+
+    from powercontext.redaction import redact
+
+    scan = re.compile(r"\w+")
+
+    def best(call, text: str) -> float:
+        times = []
+        for _ in range(5):
+            started = time.process_time()
+            call(text)
+            times.append((time.process_time() - started) * 1000)
+        return min(times)
+
+    header = " | ".join(f"{n:,} ms | scan | ratio" for n in lengths)
+    print(f"| input | {header} |")
+    print("|---|" + "---:|" * (3 * len(lengths)))
+    base = prose()
+    for name, unit in ADVERSARIAL_UNITS.items():
+        cells = []
+        for length in lengths:
+            source = base if unit is None else unit
+            text = (source * (length // len(source) + 1))[:length]
+            spent, plain = best(redact, text), best(scan.findall, text)
+            cells.append(f"{spent:.1f} | {plain:.2f} | {spent / max(plain, 0.01):.0f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--ci", action="store_true", help="5 requests per route and mode")
+    parser.add_argument(
+        "--adversarial", action="store_true", help="the detector alone on crafted input"
+    )
     args = parser.parse_args()
+    if args.adversarial:
+        return adversarial()
     count = 5 if args.ci else args.requests
     with tempfile.TemporaryDirectory(prefix="pc-redaction-bench-") as home:
         setup_django(Path(home))

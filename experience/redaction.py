@@ -51,9 +51,9 @@ def candidate_version_redact(
     transaction (holding the candidate's lock); what went, by kind (``{}``: nothing)."""
     redactions = Redactions()
     fields: dict[str, str | None] = {
-        name: redactions.text(getattr(version, name)) for name in PROPOSAL_FIELDS
+        name: redactions.stored(getattr(version, name)) for name in PROPOSAL_FIELDS
     }
-    fields["reason"] = redactions.optional(version.reason)
+    fields["reason"] = None if version.reason is None else redactions.stored(version.reason)
     if not redactions.count:
         return {}
     CandidateVersion.objects.filter(pk=version.pk).update(**fields)
@@ -81,8 +81,9 @@ def experience_redact(*, scope_id: str | None, reason: str, dry_run: bool) -> li
     for version in rows.order_by("pk").iterator(chunk_size=200):
         found = Redactions()
         for name in PROPOSAL_FIELDS:
-            found.text(getattr(version, name))
-        found.optional(version.reason)
+            found.stored(getattr(version, name))
+        if version.reason is not None:
+            found.stored(version.reason)
         if not found.count:
             continue
         if not dry_run:
@@ -102,7 +103,7 @@ def experience_redact(*, scope_id: str | None, reason: str, dry_run: bool) -> li
         candidates = candidates.filter(scope_id=scope_id)
     for pk, text in candidates.order_by("pk").values_list("pk", "decision_reason"):
         found = Redactions()
-        redacted = found.text(text)
+        redacted = found.stored(text)
         if not found.count:
             continue
         decisions.add(dict(found.kinds))

@@ -187,9 +187,14 @@ def experience_propose(
     return _with(candidate_of(candidate, version), redactions)
 
 
-def _redacted(proposal: Proposal, redactions: Redactions) -> Proposal:
+def _redacted(
+    proposal: Proposal, redactions: Redactions, revised: CandidateVersion | None = None
+) -> Proposal:
     return Proposal(
-        **{name: redactions.text(value) for name, value in proposal.as_payload().items()}
+        **{
+            name: redactions.text(value, carried=getattr(revised, name, None))
+            for name, value in proposal.as_payload().items()
+        }
     )
 
 
@@ -250,7 +255,13 @@ def candidate_revise(
     proposal.validate()
     _validate_reason("reason", reason)
     redactions = Redactions()
-    proposal, reason = _redacted(proposal, redactions), redactions.optional(reason)
+    # The revised version's markers are the server's: kept as markers where the reviewer
+    # keeps them (any other marker in the text is escaped as typed).
+    revised = CandidateVersion.objects.filter(
+        candidate__scope_id=scope_id, candidate__candidate_id=candidate_id, version=expected_version
+    ).first()
+    proposal = _redacted(proposal, redactions, revised)
+    reason = redactions.optional(reason)
     now = timezone.now()
     with transaction.atomic():
         candidate = _lock_pending(scope_id, candidate_id, expected_version)

@@ -187,7 +187,15 @@ def memory_entry_revise(
     Identical kind and text (after redaction, as for remember) is a no-op."""
     redactions = Redactions()
     kind = normalize_kind(kind)
-    text, reason = redactions.text(normalize_text(text)), redactions.optional(reason)
+    # The cited version's markers are the server's: a revision that keeps them keeps them
+    # as markers (any other marker in the text is escaped as typed).
+    cited = (
+        MemoryEntryVersion.objects.filter(entry_version_id=citation.entry_version_id)
+        .values_list("text", flat=True)
+        .first()
+    )
+    text = redactions.text(normalize_text(text), carried=cited)
+    reason = redactions.optional(reason)
 
     def plan() -> _Change | None:
         current = _current_version(scope_id, citation)

@@ -23,7 +23,7 @@ from powercontext import redaction_log
 from powercontext.chain import Chain, Walk, canonical_json, next_link, tagged_sha256
 from powercontext.exceptions import RevisionConflict, SourceConflict
 from powercontext.models import SourceRecord
-from powercontext.redaction import Redactions
+from powercontext.redaction import Redactions, map_json_strings
 from powercontext.reports import CheckResult
 
 CONTENT_SOURCE = "content"
@@ -79,7 +79,7 @@ def source_capture(
     SourceConflict. Positions are 1, 2, 3, ... per scope with no gaps (a lost race for a
     position retries)."""
     redactions = Redactions()
-    content = redactions.text(redactions.private(content))
+    content = redactions.text(content)
     cleaned = redactions.json(metadata or {})
     payload = canonical_json({"content": content, "metadata": cleaned})
     payload_hash = payload_digest(payload)
@@ -267,8 +267,9 @@ def redact_payload(payload: str) -> tuple[str, dict[str, int]]:
     if not isinstance(content, str):
         return payload, {}
     redactions = Redactions()
-    content = redactions.text(redactions.private(content))
-    metadata = redactions.json(metadata)
+    # Stored text: its markers are this server's, so none is escaped (``stored``).
+    content = redactions.stored(redactions.private(content))
+    metadata = map_json_strings(metadata, redactions.stored)
     if not redactions.count:
         return payload, {}
     return canonical_json({"content": content, "metadata": metadata}), dict(redactions.kinds)

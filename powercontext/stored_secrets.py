@@ -114,7 +114,7 @@ def _redacted_json(content: str, redactions: Redactions) -> str | None:
 def _values(value: Any, redactions: Redactions) -> Any:
     """Every string value redacted; keys (the content's own field names) kept."""
     if isinstance(value, str):
-        return redactions.text(value)
+        return redactions.stored(value)
     if isinstance(value, list):
         return [_values(item, redactions) for item in value]
     if isinstance(value, dict):
