@@ -206,7 +206,7 @@ class CandidateAdmin(admin.ModelAdmin):
         "status_label",
         "version",
         "created",
-        "decided_by",
+        "decider",
     )
     list_display_links = ("candidate_link", "lesson_excerpt")
     list_filter = (StatusFilter, ScopeFilter)
@@ -260,8 +260,11 @@ class CandidateAdmin(admin.ModelAdmin):
     def created(self, obj):
         return human_datetime(obj.created_at)
 
+    # Not named ``decided_by``: the admin would show the model's field of that name
+    # instead, the user, which an imported decision has none of (users are not carried
+    # across servers); the name kept with the decision is what every desk page shows.
     @admin.display(description="decided by", ordering="decided_by_username")
-    def decided_by(self, obj):
+    def decider(self, obj):
         return reveal(obj.decided_by_username) if obj.decided_by_username else "-"
 
     def changelist_view(self, request, extra_context=None):

@@ -337,3 +337,13 @@ def test_queue_truncates_long_lessons(desk, propose):
     assert lesson.strip() not in queue
     assert "word word" in queue
     assert lesson in html.unescape(desk.get(_detail(candidate)).content.decode())
+
+
+def test_queue_shows_who_decided_when_the_user_is_not_on_this_server(desk, propose, approve):
+    # An imported decision keeps the reviewer's name but no user of this server.
+    candidate = propose("Imported lesson.")
+    approve(candidate)
+    Candidate.objects.filter(pk=candidate["candidate_id"]).update(decided_by=None)
+    listed = desk.get(QUEUE + "?status=approved").content.decode()
+    assert re.search(r'<td class="field-decider">rita</td>', listed), listed
+    assert "approved by rita" in desk.get(_detail(candidate)).content.decode()
