@@ -43,7 +43,8 @@ def sqlite_backup(*, out: Path) -> BackupReport:
     """
     if connection.vendor != "sqlite":
         raise BackupUnsupported(
-            f"{connection.vendor} has no database file to copy: back it up with "
+            # display_name: OceanBase's vendor is "mysql" (Django's MySQL code runs on it).
+            f"{connection.display_name} has no database file to copy: back it up with "
             "`manage.py export --out FILE` (docs/oceanbase.md)."
         )
     from powercontext.db.backends.sqlite.base import Database, load_sqlite_vec

@@ -88,3 +88,12 @@ def test_backup_on_oceanbase_says_to_export(tmp_path):
 def test_backup_into_a_missing_directory_fails(tmp_path):
     with pytest.raises(CommandError, match="No such directory"):
         call_command("backup", out=tmp_path / "nowhere" / "copy", stdout=io.StringIO())
+
+
+def test_the_backup_refusal_calls_oceanbase_by_its_name(tmp_path, monkeypatch):
+    from powercontext import backup
+
+    oceanbase_like = type("OceanBaseLike", (), {"vendor": "mysql", "display_name": "OceanBase"})
+    monkeypatch.setattr(backup, "connection", oceanbase_like())
+    with pytest.raises(backup.BackupUnsupported, match=r"^OceanBase has no database file"):
+        backup.sqlite_backup(out=tmp_path / "copy")

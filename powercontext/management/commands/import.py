@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from powercontext.archive.format import ArchiveRefused
 from powercontext.archive.importer import ImportFailed, ImportReport, archive_import
 from powercontext.archive.reader import describe_scope
+from powercontext.maintenance import RebuildReport
 from powercontext.management.commands.rebuild_index import ProgressBar
 from powercontext.startup import migrate_if_needed, unapplied_migrations
 
@@ -107,9 +108,8 @@ class Command(BaseCommand):
             f"{report.write_seconds:.2f}s ({rate:,.0f} rows/s); vectors in "
             f"{report.vector_seconds:.2f}s."
         )
-        for rebuild in report.rebuilds:
-            if rebuild.family.endswith("vectors") and verbosity >= 1:
-                self.stdout.write(f"  {rebuild.family}: {rebuild.index}")
+        for scope_id, rebuild in _vector_rebuilds(report):
+            self.stdout.write(f"  {describe_scope(scope_id)} {rebuild.family}: {rebuild.index}")
         for result in report.checks:
             if result.findings:
                 self.stdout.write(
@@ -119,3 +119,15 @@ class Command(BaseCommand):
                     self.stdout.write(f"  - {finding}")
         if not any(result.findings for result in report.checks):
             self.stdout.write(self.style.SUCCESS("Import complete: integrity check passed."))
+
+
+def _vector_rebuilds(report: ImportReport) -> list[tuple[str, RebuildReport]]:
+    """Each vector rebuild with its scope: the importer embeds scope by scope, every
+    vector index in turn (``vectors.rebuild_all``), and a report names no scope."""
+    rebuilds = [rebuild for rebuild in report.rebuilds if rebuild.family.endswith("vectors")]
+    if not report.scopes or len(rebuilds) % len(report.scopes):
+        return [("?", rebuild) for rebuild in rebuilds]
+    per_scope = len(rebuilds) // len(report.scopes)
+    return [
+        (report.scopes[position // per_scope], rebuild) for position, rebuild in enumerate(rebuilds)
+    ]

@@ -193,7 +193,9 @@ def _data() -> str:
     """Where the data lives, for the ready line: never a URL (it may carry a password)."""
     connection = connections["default"]
     if connection.vendor != "sqlite":
-        return connection.vendor
+        # display_name, not vendor: OceanBase's vendor is "mysql" (Django's MySQL code
+        # runs on it), and PowerContext refuses to start on MySQL itself.
+        return f"{connection.display_name} database {connection.settings_dict['NAME']}"
     home = Path(settings.POWERCONTEXT_HOME)
     name = Path(str(connection.settings_dict["NAME"]))
     return str(home if name.is_relative_to(home) else name)
