@@ -186,9 +186,10 @@ def protect_sqlite_files(name: str, *, create: bool = False) -> None:
             pass
 
 
-def database_config(home: Path) -> dict:
-    """The default database: POWERCONTEXT_DATABASE_URL, else SQLite in ``home``."""
-    url = os.environ.get("POWERCONTEXT_DATABASE_URL")
+def database_config(home: Path, url: str | None = None) -> dict:
+    """The default database: ``url`` (``serve --engine seekdb`` gives its own), else
+    POWERCONTEXT_DATABASE_URL, else SQLite in ``home``."""
+    url = url or os.environ.get("POWERCONTEXT_DATABASE_URL")
     if url:
         config = dj_database_url.parse(url)
     else:

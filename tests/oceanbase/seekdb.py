@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 EXTERNAL_URL_ENV = "POWERCONTEXT_TEST_OCEANBASE_URL"
-HOLDER = Path(__file__).with_name("seekdb_holder.py")
+# The holder that `manage.py serve --engine seekdb` runs too (run by path: it imports
+# neither Django nor the project).
+HOLDER = Path(__file__).resolve().parents[2] / "server" / "seekdb_holder.py"
 
 
 class SeekdbStartError(RuntimeError):

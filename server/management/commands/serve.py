@@ -1,5 +1,6 @@
 """``manage.py serve``: migrate, then serve PowerContext with waitress."""
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -14,7 +15,8 @@ from powercontext.retention import Retention
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
 from server import origin_policy
-from server.config import protect_sqlite_files
+from server import seekdb as seekdb_engine
+from server.config import database_config, protect_sqlite_files
 from server.serving import (
     DEFAULT_CONNECTION_LIMIT,
     DEFAULT_GRACE_SECONDS,
@@ -84,6 +86,13 @@ class Command(BaseCommand):
             f"gets 408 and is closed (default {DEFAULT_REQUEST_TIMEOUT_SECONDS:g}).",
         )
         parser.add_argument(
+            "--engine",
+            choices=("seekdb",),
+            help="seekdb: start OceanBase's embedded kernel (pip install -r "
+            "requirements-oceanbase.txt) with its data in the data directory, create the "
+            "database and serve on it (default: POWERCONTEXT_DATABASE_URL, else SQLite).",
+        )
+        parser.add_argument(
             "--no-vector-catch-up",
             action="store_true",
             help="Do not embed, in the background, the entries whose vectors are missing "
@@ -103,6 +112,7 @@ class Command(BaseCommand):
         request_timeout,
         no_vector_catch_up,
         verbosity,
+        engine=None,
         **options,
     ):
         if not 0 <= port <= 65535:
@@ -127,6 +137,7 @@ class Command(BaseCommand):
                 "unset POWERCONTEXT_ALLOWED_HOSTS."
             )
         origin_policy.allow_bound_host(host)
+        seekdb = _start_seekdb(self, verbosity) if engine == "seekdb" else None
 
         connection = connections["default"]
         if connection.vendor == "sqlite":
@@ -185,8 +196,40 @@ class Command(BaseCommand):
             if loading is not None:
                 loading.join()
             connections.close_all()
+            if seekdb is not None:
+                seekdb.stop()
         if verbosity >= 1:
             self.stdout.write("PowerContext stopped.")
+
+
+def _start_seekdb(command: BaseCommand, verbosity: int) -> seekdb_engine.Seekdb:
+    """``--engine seekdb``: start seekdb in the data directory and make its database the
+    default connection, before anything has connected to the configured one."""
+    if os.environ.get("POWERCONTEXT_DATABASE_URL"):
+        raise CommandError(
+            "--engine seekdb serves on its own database: unset POWERCONTEXT_DATABASE_URL "
+            "(or drop --engine to serve on that URL)."
+        )
+    home = Path(settings.POWERCONTEXT_HOME)
+    if verbosity >= 1:
+        command.stdout.write(f"Starting seekdb in {home / seekdb_engine.DIRECTORY} ...")
+        command.stdout.flush()
+    try:
+        seekdb = seekdb_engine.start(home)
+    except (seekdb_engine.SeekdbUnavailable, OSError) as error:
+        raise CommandError(str(error)) from None
+    except Exception as error:
+        message = f"seekdb started but its database could not be created: {error}"
+        raise CommandError(message) from None
+    connections.close_all()
+    settings.DATABASES["default"] = database_config(home, url=seekdb.url)
+    # Django's handler keeps the configured dictionaries (defaults filled in) and one
+    # connection per thread: both are made again from the new settings.
+    connections._settings = connections.configure_settings(None)
+    connections.__dict__.pop("settings", None)
+    with contextlib.suppress(AttributeError):
+        del connections["default"]
+    return seekdb
 
 
 def _data() -> str:

@@ -1,14 +1,15 @@
-"""Keep one embedded OceanBase seekdb running for a test session.
+"""Keep one embedded OceanBase seekdb running, for ``manage.py serve --engine seekdb``
+(``server.seekdb``) or for a test session (``tests/oceanbase/seekdb.py``).
 
 seekdb (``pylibseekdb``) runs as a child of the process that opened it and stops when that
-process lets go, so a test session needs one long-lived holder. This script is that
+process lets go, so a server or a test session needs one long-lived holder. This script is that
 holder: it starts seekdb in ``--data-dir``, writes a PowerContext database URL for it to
 ``--url-file`` (atomically: a reader sees the whole URL or no file), and stays alive until
 SIGTERM/SIGINT or until its parent dies. It creates no database or table itself.
 
 Run it with the interpreter that has ``pylibseekdb`` installed::
 
-    python tests/oceanbase/seekdb_holder.py --data-dir /tmp/x/db --url-file /tmp/x/url
+    python server/seekdb_holder.py --data-dir /tmp/x/db --url-file /tmp/x/url
 
 Standard library plus ``pylibseekdb`` only: it must not import Django or the project.
 """
