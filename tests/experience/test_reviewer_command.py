@@ -133,3 +133,32 @@ def test_works_on_a_fresh_data_directory_before_the_first_serve(tmp_path):
     assert "pending migration(s)" in done.stderr
     assert "Created reviewer rita." in done.stdout
     assert "pcr_" in done.stdout
+
+
+@pytest.fixture
+def serving_elsewhere(tmp_path, settings, monkeypatch):
+    """A server recorded on this data directory at port 8123: a process whose command
+    line says ``serve``, as ``manage.py serve``'s does."""
+    monkeypatch.delenv("POWERCONTEXT_URL", raising=False)
+    settings.POWERCONTEXT_HOME = tmp_path
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "serve"])
+    (tmp_path / "servers").mkdir()
+    (tmp_path / "servers" / f"{stand_in.pid}.json").write_text(
+        f'{{"pid": {stand_in.pid}, "url": "http://127.0.0.1:8123/"}}'
+    )
+    yield stand_in
+    stand_in.kill()
+    stand_in.wait()
+
+
+def test_links_go_to_the_port_the_running_server_listens_on(serving_elsewhere):
+    output = run("rita", "--set-password-link")
+    assert re.search(r"http://127\.0\.0\.1:8123/admin/reset/\S+", output), output
+    assert ":8000" not in output
+
+
+def test_a_stale_server_record_is_ignored(serving_elsewhere):
+    serving_elsewhere.kill()
+    serving_elsewhere.wait()
+    output = run("rita", "--set-password-link")
+    assert "http://127.0.0.1:8000/admin/reset/" in output

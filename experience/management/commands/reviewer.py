@@ -14,7 +14,9 @@ the review queue, Experience and Memory, never user management (only a superuser
 import getpass
 import os
 import sys
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import Group
 from django.contrib.auth.tokens import default_token_generator
@@ -26,6 +28,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from experience.services import REVIEWER_GROUP, reviewer_token_issue
+from powercontext.server_records import running_servers
 from powercontext.startup import migrate_if_needed
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -56,7 +59,8 @@ class Command(BaseCommand):
             "--url",
             default=None,
             help="The server's address, for the links printed (default: POWERCONTEXT_URL, "
-            f"else {DEFAULT_URL}).",
+            "else the address of the server running on this data directory, else "
+            f"{DEFAULT_URL}).",
         )
         parser.add_argument(
             "--no-token", action="store_true", help="Do not issue a personal API token."
@@ -65,7 +69,7 @@ class Command(BaseCommand):
     def handle(self, *args, username, password_stdin, set_password_link, url, no_token, **opts):
         migrate_if_needed(stderr=self.stderr)  # works before the first `serve` too
         stdin = opts.get("stdin") or sys.stdin
-        base = (url or os.environ.get("POWERCONTEXT_URL") or DEFAULT_URL).rstrip("/")
+        base = (url or os.environ.get("POWERCONTEXT_URL") or _served_url()).rstrip("/")
         user_model = get_user_model()
         user = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
         created = user is None
@@ -136,3 +140,10 @@ class Command(BaseCommand):
         from django.conf import settings
 
         return max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)
+
+
+def _served_url() -> str:
+    """The address of the server that runs on this data directory (the newest, if
+    several), as ``serve`` recorded it: the links must reach the port it really uses."""
+    servers = running_servers(home=Path(settings.POWERCONTEXT_HOME))
+    return servers[-1].url if servers else DEFAULT_URL

@@ -14,6 +14,12 @@ from powercontext import memory_release, startup
 from powercontext.retention import Retention
 from powercontext.search import hybrid
 from powercontext.search.catch_up import CatchUp
+from powercontext.server_records import (
+    ServerRecord,
+    running_servers,
+    server_record_remove,
+    server_record_write,
+)
 from server import origin_policy
 from server import seekdb as seekdb_engine
 from server.config import database_config, protect_sqlite_files
@@ -138,6 +144,8 @@ class Command(BaseCommand):
             )
         origin_policy.allow_bound_host(host)
         seekdb = _start_seekdb(self, verbosity) if engine == "seekdb" else None
+        _warn_of_other_servers(self)
+        recorded: ServerRecord | None = None
 
         connection = connections["default"]
         if connection.vendor == "sqlite":
@@ -181,6 +189,10 @@ class Command(BaseCommand):
                 raise CommandError(f"Cannot listen on {host}:{port}: {error}") from error
 
             def ready() -> None:
+                nonlocal recorded
+                recorded = server_record_write(
+                    home=Path(settings.POWERCONTEXT_HOME), url=server.url
+                )
                 self.stdout.write(f"PowerContext serving on {server.url} (data: {_data()})")
                 self.stdout.flush()
 
@@ -188,6 +200,8 @@ class Command(BaseCommand):
         finally:
             # ONNX Runtime aborts the process if it is still loading or running the model
             # when Python exits.
+            if recorded is not None:
+                server_record_remove(recorded)
             releaser.stop()
             if catching_up is not None:
                 catching_up.stop()
@@ -200,6 +214,17 @@ class Command(BaseCommand):
                 seekdb.stop()
         if verbosity >= 1:
             self.stdout.write("PowerContext stopped.")
+
+
+def _warn_of_other_servers(command: BaseCommand) -> None:
+    """Say so when another server runs on this data directory: it works (SQLite queues
+    the writers), but a second server is rarely what the user meant."""
+    home = Path(settings.POWERCONTEXT_HOME)
+    for other in running_servers(home=home, forget_stale=True):
+        command.stderr.write(
+            f"Warning: another PowerContext server (pid {other.pid}, {other.url}) already "
+            f"serves this data directory ({home}); both will read and write the same data."
+        )
 
 
 def _start_seekdb(command: BaseCommand, verbosity: int) -> seekdb_engine.Seekdb:
