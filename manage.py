@@ -16,7 +16,17 @@ def main():
             "available on your PYTHONPATH environment variable? Did you "
             "forget to activate a virtual environment?"
         ) from exc
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    except Exception as error:
+        # A database the settings point at but no command can use (unreachable, wrong
+        # password, no driver) is a setting to fix: one message, no traceback.
+        from server.database_errors import explain
+
+        message = explain(error)
+        if message is None:
+            raise
+        sys.exit(message)
 
 
 if __name__ == "__main__":

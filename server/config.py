@@ -191,7 +191,7 @@ def database_config(home: Path, url: str | None = None) -> dict:
     POWERCONTEXT_DATABASE_URL, else SQLite in ``home``."""
     url = url or os.environ.get("POWERCONTEXT_DATABASE_URL")
     if url:
-        config = dj_database_url.parse(url)
+        config = _parse_database_url(url)
     else:
         config = {
             "ENGINE": SQLITE_ENGINE,
@@ -214,6 +214,23 @@ def database_config(home: Path, url: str | None = None) -> dict:
     config["CONN_HEALTH_CHECKS"] = True
     config.setdefault("TEST", {})
     return config
+
+
+def _parse_database_url(url: str) -> dict:
+    """``url`` as Django's database settings; a URL PowerContext cannot serve on stops the
+    process with one line saying why (``SystemExit``: no traceback)."""
+    from server.database_errors import DatabaseUrlRefused, check_scheme, masked
+
+    try:
+        check_scheme(url)
+        return dj_database_url.parse(url)
+    except DatabaseUrlRefused as refused:
+        raise SystemExit(f"PowerContext cannot start: {refused}") from None
+    except ValueError as error:
+        raise SystemExit(
+            f"PowerContext cannot start: POWERCONTEXT_DATABASE_URL={masked(url)} cannot be "
+            f"read ({error}); docs/oceanbase.md §3 shows its form."
+        ) from None
 
 
 def source_retention_days(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int:
