@@ -145,8 +145,18 @@ def transport_error(exc: httpx.HTTPError, op: Operation) -> errors.PowerContextE
             f"No answer from the server within the timeout ({op.name}).", code="timeout"
         )
     return errors.Unavailable(
-        f"Cannot reach the server ({op.name}): {type(exc).__name__}.", code="unavailable"
+        f"Cannot reach the server at {_tried(exc)} ({op.name}): {type(exc).__name__}.",
+        code="unavailable",
     )
+
+
+def _tried(exc: httpx.HTTPError) -> str:
+    """The URL the failed request went to (a wrong POWERCONTEXT_URL or port shows here)."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an error raised outside a request carries none
+        return "(unknown URL)"
+    return str(url.copy_with(query=None))
 
 
 def result(response: httpx.Response, op: Operation) -> Any:

@@ -35,7 +35,11 @@ class PowerContextError(Exception):
 
     def __str__(self) -> str:
         where = f" (HTTP {self.status})" if self.status is not None else ""
-        return f"{self.code}: {self.message}{where}"
+        return f"{self.code}: {self.message}{self._because()}{where}"
+
+    def _because(self) -> str:
+        """What the message leaves to ``details``, when it is what the reader needs."""
+        return ""
 
     def __repr__(self) -> str:
         return (
@@ -67,6 +71,9 @@ class InvalidRequest(PowerContextError):
     """422 ``invalid_request``. ``field_errors`` lists ``(field, message)`` with ``field``
     a dotted path (``citation.entry_id``; ``body`` for the body as a whole)."""
 
+    # The fields a message names; more are summed up (a body may hold hundreds).
+    SHOWN_FIELD_ERRORS = 5
+
     @property
     def field_errors(self) -> list[tuple[str, str]]:
         errors = (self.details or {}).get("errors") or []
@@ -75,6 +82,17 @@ class InvalidRequest(PowerContextError):
             for item in errors
             if isinstance(item, dict)
         ]
+
+    def _because(self) -> str:
+        # "The request is invalid." alone does not say what to fix: the fields do.
+        found = self.field_errors
+        if not found:
+            return ""
+        shown = "; ".join(
+            f"{field}: {reason}" for field, reason in found[: self.SHOWN_FIELD_ERRORS]
+        )
+        more = len(found) - self.SHOWN_FIELD_ERRORS
+        return f" {shown}" + (f"; and {more} more" if more > 0 else "")
 
 
 class CapabilityNotSupported(PowerContextError):

@@ -377,3 +377,24 @@ def test_every_error_is_a_powercontext_error():
         UnexpectedResponse,
     ):
         assert issubclass(error, PowerContextError)
+
+
+def test_an_invalid_request_says_which_field_and_why(pc):
+    with pytest.raises(InvalidRequest) as raised:
+        pc.list_memory_entries(scope_id=SCOPE, cursor="not-a-cursor")
+    assert str(raised.value) == (
+        "invalid_request: The request is invalid. cursor: Invalid cursor. (HTTP 422)"
+    )
+    with pytest.raises(InvalidRequest) as raised:
+        pc.remember_memory(scope_id="x" * 257, kind="note", text="é" * 4097)
+    shown = str(raised.value)
+    assert "scope_id: " in shown
+    assert "text: " in shown
+    assert "8192 UTF-8 bytes" in shown
+
+
+def test_unavailable_says_which_url_it_tried(closed_port):
+    with PowerContextClient(f"http://127.0.0.1:{closed_port}", max_retries=0) as client:
+        with pytest.raises(Unavailable) as raised:
+            client.capabilities()
+    assert f"Cannot reach the server at http://127.0.0.1:{closed_port}/v1/" in str(raised.value)
