@@ -26,6 +26,7 @@ from contextpack.application import explain_context
 from contextpack.explanation import HitExplanation, PackExplanation, TermExplanation
 from contextpack.serializers import PrepareContextInput
 from powercontext.exceptions import PowerContextError
+from powercontext.scope_warnings import scope_warning
 from powercontext.search import policy
 
 # What the hook asks for (hooks/powercontext_hook.py MAX_BYTES): the preview's default.
@@ -102,6 +103,9 @@ def pack_preview(request):
         form = PreviewForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
+            # The API sends it in the PowerContext-Warning header; here, the sentence.
+            warning = scope_warning(data["scope_id"])
+            context["scope_warning"] = warning.partition(": ")[2] if warning else None
             try:
                 prepared, explanation = explain_context(
                     scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"]
@@ -118,6 +122,7 @@ def pack_preview(request):
                 context.update(
                     prepared=prepared,
                     explanation=explanation,
+                    refused=sum(not row.admitted for row in explanation.candidates),
                     **_rows(explanation),
                     terms=_terms(explanation),
                 )

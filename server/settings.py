@@ -185,6 +185,11 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/v1",
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        # The PowerContext-Warning header on the answers of operations that take a scope.
+        "powercontext.api.schema.document_scope_warning",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "SearchModeEnum": ["auto", "fts", "vector", "hybrid"],
         "MatchedByEnum": ["fts"],

@@ -133,3 +133,48 @@ class CachedSchemaView(SpectacularAPIView):
         response = HttpResponse(body, content_type=f"{media_type}; charset=utf-8")
         response["Content-Disposition"] = f'inline; filename="{filename}"'
         return response
+
+
+_WARNING_HEADER_COMPONENT = "PowerContextWarning"
+
+
+def document_scope_warning(result, generator, request, public):
+    """drf-spectacular postprocessing hook: every successful answer of an operation that
+    takes a ``scope_id`` may carry the ``PowerContext-Warning`` header
+    (``powercontext.scope_warnings``)."""
+    from powercontext import scope_warnings
+
+    components = result.setdefault("components", {})
+    components.setdefault("headers", {})[_WARNING_HEADER_COMPONENT] = {
+        "description": (
+            "Present when the request's scope_id is probably a mistake: it looks like a "
+            "URL, holds spaces, or names a scope that holds nothing yet one edit away from "
+            "an existing one. The request was served as asked all the same. The value is "
+            "`<code>: <sentence>`, the code one of "
+            + ", ".join(f"`{code}`" for code in scope_warnings.CODES)
+            + "; ids in the sentence are ASCII-escaped."
+        ),
+        "schema": {"type": "string"},
+    }
+    schemas = components.get("schemas", {})
+    for methods in result.get("paths", {}).values():
+        for operation in methods.values():
+            if not isinstance(operation, dict) or not _takes_scope(operation, schemas):
+                continue
+            for status, response in operation.get("responses", {}).items():
+                if str(status).startswith("2"):
+                    response.setdefault("headers", {})[scope_warnings.HEADER] = {
+                        "$ref": f"#/components/headers/{_WARNING_HEADER_COMPONENT}"
+                    }
+    return result
+
+
+def _takes_scope(operation, schemas) -> bool:
+    if any(parameter.get("name") == "scope_id" for parameter in operation.get("parameters", [])):
+        return True
+    for content in operation.get("requestBody", {}).get("content", {}).values():
+        reference = content.get("schema", {}).get("$ref", "")
+        schema = schemas.get(reference.rsplit("/", 1)[-1], {})
+        if "scope_id" in schema.get("properties", {}):
+            return True
+    return False

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
+from powercontext import scope_warnings
 from powercontext.api.auth import BearerAuthentication, IsCaller, Role
 from powercontext.api.redacted import with_redactions
 
@@ -38,15 +39,24 @@ class ApiView(APIView):
         self.response = None
         return response
 
+    # A likely mistake in the request's scope id (powercontext.scope_warnings), found
+    # before the operation writes and sent back in a header with a successful answer.
+    scope_warning: str | None = None
+
     def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)
         if isinstance(response, Response):
             response.add_post_render_callback(_forget_renderer_context)
+        if self.scope_warning and 200 <= response.status_code < 300:
+            response[scope_warnings.HEADER] = self.scope_warning
         return response
 
     def validated(self, serializer_class: type, data: Any | None = None) -> dict[str, Any]:
         serializer = serializer_class(data=self.request.data if data is None else data)
         serializer.is_valid(raise_exception=True)
+        scope_id = serializer.validated_data.get("scope_id")
+        if isinstance(scope_id, str):
+            self.scope_warning = scope_warnings.scope_warning(scope_id)
         return serializer.validated_data
 
     @staticmethod

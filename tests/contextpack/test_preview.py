@@ -491,3 +491,30 @@ def test_the_preview_says_why_each_candidate_was_admitted_or_left_out(
     admitted = [c for c in response.context["explanation"].candidates if c.admitted]
     assert admitted
     assert "admitted: " in response.content.decode()
+
+
+def test_the_left_out_table_does_not_say_nothing_was_left_out_above_refused_candidates(
+    reviewer_group, api, desk, remember
+):
+    remember("Configure Celery's worker concurrency in settings/base.py.", scope_id=SCOPE)
+    remember("The dev database is PostgreSQL 16, on port 5433.", scope_id=SCOPE)
+    response = preview(desk, "How do I configure GraphQL schema stitching?")
+    refused = sum(not c.admitted for c in response.context["explanation"].candidates)
+    assert refused
+    section = re.search(
+        r'<div class="module" id="left-out">(.*?)</table>', response.content.decode(), re.DOTALL
+    ).group(1)
+    assert "Nothing" not in section
+    assert f"It left out {refused} candidate" in section
+
+
+def test_the_preview_warns_of_a_scope_one_edit_from_an_existing_one(
+    reviewer_group, api, desk, remember
+):
+    remember("The dev database is PostgreSQL 16, on port 5433.", scope_id=SCOPE)
+    typo = SCOPE[:-1] + ("x" if SCOPE[-1] != "x" else "y")
+    page = preview(desk, "Which port does the dev database use?", scope=typo).content.decode()
+    warning = re.search(r'<li class="warning" id="scope-warning">(.*?)</li>', page).group(1)
+    assert html.unescape(warning).startswith(f"scope_id {typo!a} holds nothing yet")
+    page = preview(desk, "Which port does the dev database use?").content.decode()
+    assert 'id="scope-warning"' not in page

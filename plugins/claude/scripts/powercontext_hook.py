@@ -615,6 +615,17 @@ class RecallResult:
         self.http_status = http_status
         self.content_bytes = content_bytes
         self.content = content
+        # The code of the server's PowerContext-Warning (a scope id that looks mistyped).
+        self.warning: str | None = None
+
+
+def warning_code(headers: Mapping[str, str]) -> str | None:
+    """The code of a ``PowerContext-Warning`` header (``<code>: <sentence>``): only the
+    code goes to the diagnostic, as its sentence names the scope."""
+    code = headers.get("powercontext-warning", "").partition(":")[0].strip()
+    if 0 < len(code) <= 40 and all(c == "_" or "a" <= c <= "z" for c in code):
+        return code
+    return None
 
 
 def outcome_for_status(status: int) -> str | None:
@@ -633,7 +644,9 @@ def outcome_for_status(status: int) -> str | None:
 def prepare(config: Config, scope_id: str, query: str, deadline: float) -> RecallResult:
     payload = {"scope_id": scope_id, "query": query, "max_bytes": MAX_BYTES}
     try:
-        status, _, body = http_request(config, "POST", "/v1/context/prepare", payload, deadline)
+        status, headers, body = http_request(
+            config, "POST", "/v1/context/prepare", payload, deadline
+        )
     except Unavailable as exc:
         return RecallResult(SERVER_UNAVAILABLE, exc.status)
     except Invalid as exc:
@@ -646,15 +659,20 @@ def prepare(config: Config, scope_id: str, query: str, deadline: float) -> Recal
     except ValueError:  # includes JSON and Unicode decoding errors
         return RecallResult(INVALID_RESPONSE, status)
     if context_status == "empty":
-        return RecallResult(EMPTY, status, 0)
-    return RecallResult(READY, status, content_bytes, content)
+        result = RecallResult(EMPTY, status, 0)
+    else:
+        result = RecallResult(READY, status, content_bytes, content)
+    result.warning = warning_code(headers)
+    return result
 
 
 def session(config: Config, scope_id: str, deadline: float) -> RecallResult:
     """``POST /v1/context/session``: the pack a session starts with, validated as prepare's."""
     payload = {"scope_id": scope_id, "max_bytes": SESSION_MAX_BYTES}
     try:
-        status, _, body = http_request(config, "POST", "/v1/context/session", payload, deadline)
+        status, headers, body = http_request(
+            config, "POST", "/v1/context/session", payload, deadline
+        )
     except Unavailable as exc:
         return RecallResult(SERVER_UNAVAILABLE, exc.status)
     except Invalid as exc:
@@ -667,8 +685,11 @@ def session(config: Config, scope_id: str, deadline: float) -> RecallResult:
     except ValueError:
         return RecallResult(INVALID_RESPONSE, status)
     if context_status == "empty":
-        return RecallResult(EMPTY, status, 0)
-    return RecallResult(READY, status, content_bytes, content)
+        result = RecallResult(EMPTY, status, 0)
+    else:
+        result = RecallResult(READY, status, content_bytes, content)
+    result.warning = warning_code(headers)
+    return result
 
 
 # -------------------------------------------------------------------------- capture
@@ -763,19 +784,20 @@ def capture(
 
 
 def diagnostic(agent: str, result: RecallResult, event: str = PROMPT_EVENT) -> str:
-    """The one stderr line: the outcome and counts, never prompt, scope or content."""
-    return json.dumps(
-        {
-            "component": AGENTS[agent],
-            "event": DIAGNOSTIC_EVENTS[event],
-            "outcome": result.outcome,
-            "http_status": result.http_status,
-            # The prepared-context status is the outcome, for the two outcomes that have one.
-            "context_status": result.outcome if result.outcome in (EMPTY, READY) else None,
-            "content_bytes": result.content_bytes,
-        },
-        separators=(",", ":"),
-    )
+    """The one stderr line: the outcome and counts, never prompt, scope or content (a
+    scope warning by its code alone)."""
+    line = {
+        "component": AGENTS[agent],
+        "event": DIAGNOSTIC_EVENTS[event],
+        "outcome": result.outcome,
+        "http_status": result.http_status,
+        # The prepared-context status is the outcome, for the two outcomes that have one.
+        "context_status": result.outcome if result.outcome in (EMPTY, READY) else None,
+        "content_bytes": result.content_bytes,
+    }
+    if result.warning:
+        line["warning"] = result.warning
+    return json.dumps(line, separators=(",", ":"))
 
 
 def hook_output(content: str, event: str = PROMPT_EVENT) -> str:
@@ -868,8 +890,13 @@ def run_hook(
     if capture_thread is not None:
         capture_thread.join(max(deadline - time.monotonic(), 0))
     if result.outcome == READY and result.content is not None:
-        return hook_output(result.content), None
+        return hook_output(result.content), _warned(agent, result)
     return None, diagnostic(agent, result)
+
+
+def _warned(agent: str, result: RecallResult, event: str = PROMPT_EVENT) -> str | None:
+    """A delivered pack has no diagnostic line, unless the server warned of the scope."""
+    return diagnostic(agent, result, event) if result.warning else None
 
 
 def run_session(
@@ -893,7 +920,7 @@ def run_session(
     else:
         result = RecallResult(INVALID_RESPONSE)
     if result.outcome == READY and result.content is not None:
-        return hook_output(result.content, SESSION_EVENT), None
+        return hook_output(result.content, SESSION_EVENT), _warned(agent, result, SESSION_EVENT)
     return None, diagnostic(agent, result, SESSION_EVENT)
 
 
