@@ -40,19 +40,24 @@ def recent_agents(now=None) -> dict:
     agents: Counter = Counter()
     scopes: Counter = Counter()
     sessions = set()
+    # Prompts sent with a session (by a hook): the sessions count only these.
+    in_sessions = 0
     for group in groups:
         agents[group.agent if group.agent in AGENT_NAMES else "other"] += group.prompts
         scopes[group.scope_id] += group.prompts
         if group.session_key:
             sessions.add(group.session_key)
+            in_sessions += group.prompts
     return {
         "prompts": sum(agents.values()),
         "truncated": sum(agents.values()) == SCAN_LIMIT,
         "agents": [
-            {"name": AGENT_NAMES.get(kind, "another client"), "prompts": count}
+            # No agent recorded: captured through the API, MCP or a script, not a hook.
+            {"name": AGENT_NAMES.get(kind), "prompts": count}
             for kind, count in sorted(agents.items(), key=lambda item: (-item[1], item[0]))
         ],
         "sessions": len(sessions),
+        "in_sessions": in_sessions,
         "projects": len(scopes),
         "scopes": scopes.most_common(20),
     }

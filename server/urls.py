@@ -8,6 +8,13 @@ from powercontext.api.schema import CachedSchemaView
 from server import home, system
 from server.metrics_view import MetricsView
 
+# The admin is the desk of PowerContext, on every page: the login, the index, the
+# one-time set-password pages (not admin views, so they are told too) and the title bar.
+BRAND = {"site_header": "PowerContext", "site_title": "PowerContext"}
+admin.site.site_header = BRAND["site_header"]
+admin.site.site_title = BRAND["site_title"]
+admin.site.index_title = "Review desk"
+
 v1 = [
     path("capabilities", system.CapabilitiesView.as_view()),
     path("sources/content", system.SourceContentView.as_view()),
@@ -29,12 +36,12 @@ urlpatterns = [
     # The one-time set-password link of `manage.py reviewer --set-password-link`.
     path(
         "admin/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(),
+        auth_views.PasswordResetConfirmView.as_view(extra_context=BRAND),
         name="password_reset_confirm",
     ),
     path(
         "admin/reset/done/",
-        auth_views.PasswordResetCompleteView.as_view(),
+        auth_views.PasswordResetCompleteView.as_view(extra_context=BRAND),
         name="password_reset_complete",
     ),
     # The desk's pack preview (staff only; not part of the v1 API).

@@ -178,3 +178,22 @@ def test_the_migration_fills_the_columns_of_captures_made_before_it():
         rows[0][1] == sources.capture_agent({"agent": "codex", "session_id": "s-1"})["session_key"]
     )
     assert [key for _, key in rows[1:]] == ["", "", ""]
+
+
+def test_prompts_without_an_agent_are_named_and_explained_beside_the_sessions(client, captured):
+    # Captured through the API (no hook): no agent, no session.
+    for n in range(3):
+        sources.source_capture(scope_id=SCOPE, source_id=f"api:{n}", content=PROMPT)
+    body = client.get("/").content.decode()
+    assert "another client" not in body
+    assert "3</strong>prompts from other clients" in body
+    assert "2</strong>sessions" in body
+    assert "Of these 6 prompts, 3 came from agents' hooks" in body
+
+
+def test_no_session_count_when_no_prompt_came_from_a_hook(client, db):
+    sources.source_capture(scope_id=SCOPE, source_id="api:1", content=PROMPT)
+    body = client.get("/").content.decode()
+    assert "1</strong>prompt from other clients" in body
+    assert "</strong>session" not in body
+    assert "None of these prompts came from an agent" in body
