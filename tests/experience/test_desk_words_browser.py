@@ -51,3 +51,25 @@ def test_narrow_columns_wrap_between_words_not_inside_them(browser, server, tmp_
         _shot(browser, f"desk-memory-words-{width}.png")
         for column in ("td.field-kind", "td.field-scope_label", "td.field-state_badge"):
             assert browser.execute_script(CUT_WORDS, column) == [], (width, column)
+
+
+@pytest.mark.slow
+def test_the_pack_previews_headers_wrap_between_words(browser, server, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from tests.experience.test_browser import _click
+
+    for text in ("Configure Celery's worker concurrency.", "The dev database is on 5433."):
+        status, body = server.post(
+            "v1/memory/remember", {"scope_id": SCOPE, "kind": "note", "text": text}
+        )
+        assert status == 200, body
+    _log_in(browser, server, tmp_path, "/admin/contextpack/preview/")
+    browser.set_window_size(1280, 1000)
+    browser.get(server.url + "admin/contextpack/preview/")
+    browser.find_element(By.NAME, "scope_id").send_keys(SCOPE)
+    browser.find_element(By.NAME, "query").send_keys("How do I stitch GraphQL schemas?")
+    _click(browser, By.ID, "preview-submit")
+    assert browser.find_elements(By.CSS_SELECTOR, "tr.candidate-row")
+    _shot(browser, "desk-preview-words.png")
+    assert browser.execute_script(CUT_WORDS, "#why th") == []
