@@ -143,8 +143,9 @@ class Command(BaseCommand):
                 "unset POWERCONTEXT_ALLOWED_HOSTS."
             )
         origin_policy.allow_bound_host(host)
-        seekdb = _start_seekdb(self, verbosity) if engine == "seekdb" else None
+        # First: a second seekdb on the same data directory fails to start, and this says why.
         _warn_of_other_servers(self)
+        seekdb = _start_seekdb(self, verbosity) if engine == "seekdb" else None
         recorded: ServerRecord | None = None
 
         connection = connections["default"]
