@@ -23,12 +23,12 @@ log = logging.getLogger(__name__)
 EVERY_SECONDS = 3600.0
 
 
-def purge_expired(days: int, *, serving: bool = True) -> Erased:
-    """Purge every source captured more than ``days`` days ago (one pass). While
-    ``serving``, the write-ahead log gets a passive checkpoint only (a truncating one
-    would hold writers back)."""
+def purge_expired(days: int) -> Erased:
+    """Purge every source captured more than ``days`` days ago (one pass). The
+    write-ahead log is truncated afterwards even while serving (a passive checkpoint
+    leaves the erased pages in it): writers wait for that once an hour."""
     before = timezone.now() - timedelta(days=days)
-    with erasing(indexes=False, truncate_log=not serving):
+    with erasing(indexes=False):
         return source_purge(reason=f"retention: {days} days", before=before)
 
 

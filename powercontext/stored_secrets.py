@@ -9,6 +9,8 @@ an altered row a valid record): it is reported by id instead.
 """
 
 import json
+import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +27,7 @@ from powercontext.reports import RedactReport
 from powercontext.sources import source_redact
 
 DEFAULT_REASON = "redact_secrets"
+log = logging.getLogger(__name__)
 
 
 def redact_stored(
@@ -122,34 +125,55 @@ def _values(value: Any, redactions: Redactions) -> Any:
     return value
 
 
+# How often a truncating checkpoint is tried while a reader holds an older snapshot;
+# each try already waits the connection's busy timeout for readers to finish.
+CHECKPOINT_TRIES = 3
+CHECKPOINT_PAUSE = 0.1
+
+
 @contextmanager
-def erasing(*, indexes: bool = True, truncate_log: bool = True) -> Iterator[None]:
+def erasing(*, indexes: bool = True) -> Iterator[None]:
     """Around an erasure on SQLite: deleted and overwritten content is zeroed in the
-    file (``secure_delete``; by default SQLite leaves it in free space, where a copy of
-    the file would still hold it), and afterwards (``indexes``) the full-text indexes are
-    merged into one segment each (FTS5 keeps a deleted term in its old segment until a
-    merge) and the write-ahead log is checkpointed: truncated (``truncate_log``; it holds
-    page images of earlier writes), which waits for readers and holds writers back, so a
-    serving process asks only for a passive checkpoint. A no-op elsewhere: OceanBase
-    frees old row versions at its own compactions (docs/RELIABILITY.md)."""
+    file (``secure_delete``, which every connection of the backend has on, so no earlier
+    write left a stale copy in free space either), and afterwards (``indexes``) the
+    full-text indexes are merged into one segment each (FTS5 keeps a deleted term in its
+    old segment until a merge) and the write-ahead log is checkpointed and truncated: it
+    holds page images of earlier writes, and a passive checkpoint leaves them (and the
+    database pages a reader still sees) in place. The truncation waits for readers and
+    holds writers back meanwhile; while a reader keeps an older snapshot it is tried
+    again, and if it never succeeds a warning says the log still holds erased pages
+    until the next checkpoint. A no-op elsewhere: OceanBase frees old row versions at its
+    own compactions (docs/RELIABILITY.md)."""
     if connection.vendor != "sqlite":
         yield
         return
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA secure_delete = ON")
-    try:
-        yield
-        from powercontext.search.indexes import declared_indexes
-        from powercontext.search.sqlite import fts_table
+    yield
+    from powercontext.search.indexes import declared_indexes
+    from powercontext.search.sqlite import fts_table
 
+    with connection.cursor() as cursor:
+        for index in declared_indexes() if indexes else ():
+            fts = connection.ops.quote_name(fts_table(index))
+            cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")  # noqa: S608
+    # Not inside a caller's transaction (a test's): nothing is committed yet.
+    if not connection.in_atomic_block and not truncate_log():
+        log.warning(
+            "the write-ahead log could not be truncated (a reader held it): it keeps "
+            "erased pages until the next checkpoint"
+        )
+
+
+def truncate_log() -> bool:
+    """Checkpoint the write-ahead log completely and truncate it to zero bytes; False
+    when readers kept it from completing every time it was tried."""
+    for attempt in range(CHECKPOINT_TRIES):
         with connection.cursor() as cursor:
-            for index in declared_indexes() if indexes else ():
-                fts = connection.ops.quote_name(fts_table(index))
-                cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")  # noqa: S608
-            # Not inside a caller's transaction (a test's): nothing is committed yet.
-            if not connection.in_atomic_block:
-                mode = "TRUNCATE" if truncate_log else "PASSIVE"
-                cursor.execute(f"PRAGMA wal_checkpoint({mode})")
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA secure_delete = OFF")
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy = cursor.fetchone()[0]
+        if not busy:
+            return True
+        if attempt + 1 < CHECKPOINT_TRIES:
+            time.sleep(CHECKPOINT_PAUSE)
+    return False

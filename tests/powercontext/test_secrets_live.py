@@ -50,13 +50,13 @@ def manage(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 class Served:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, **env: str) -> None:
         self.home = home
         port = free_port()
         self.log = open(home / "server.log", "wb")
         self.process = subprocess.Popen(
             [sys.executable, str(REPO_ROOT / "manage.py"), "serve", "--port", str(port)],
-            env=server_env(home),
+            env={**server_env(home), **env},
             cwd=REPO_ROOT,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -74,6 +74,14 @@ class Served:
                 self.stop()
                 pytest.fail("server did not start:\n" + (home / "server.log").read_text())
             time.sleep(0.2)
+
+    def wait_for_log(self, text: str, seconds: float = 60) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if text in (self.home / "server.log").read_text(errors="replace"):
+                return True
+            time.sleep(0.2)
+        return False
 
     def stop(self) -> str:
         self.process.terminate()

@@ -95,6 +95,9 @@ def test_a_purge_keeps_the_chain_verifying_and_leaves_no_content(api):
         "purge_sources", "--scope", SCOPE, "--position", "2", "--reason", "asked", stdout=out
     )
     assert "1 captured source(s) purged." in out.getvalue()
+    # It says plainly what it cannot reach (issue 38).
+    assert "backups (manage.py backup" in out.getvalue()
+    assert "outside this command's reach" in out.getvalue()
     purged = stored("p1")
     assert (purged.payload, purged.payload_hash, purged.salt) == ("", "", "")
     # Its place in the journal is what it was.

@@ -65,3 +65,12 @@ class Command(BaseCommand):
         if verbosity >= 1:
             verb = "would be purged" if dry_run else "purged"
             self.stdout.write(f"{done.entries} captured source(s) {verb}.")
+        if done.entries and verbosity >= 1:
+            # An erasure reaches this database only: copies made before it still hold
+            # what it erased, and nothing here records where they went.
+            self.stdout.write(
+                "Exports (manage.py export) and backups (manage.py backup, or any copy of "
+                "the data directory) taken before this purge still hold the purged text: "
+                "they are outside this command's reach. Delete them, or replace them with "
+                "ones taken now."
+            )

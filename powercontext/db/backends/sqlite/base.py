@@ -13,6 +13,9 @@ wrapper (a connection only accepts cursor factories derived from its own module'
 ``Cursor``) and ``get_new_connection``. Version-dependent feature flags read the SQLite
 that is really connected (``features.py``, ``operations.py``).
 
+Every connection runs with ``secure_delete`` on, so that erasure (``purge_sources``,
+retention, ``redact_secrets``) leaves no byte of what it erased in the file.
+
 sqlean's own bundled extensions (among them ``fileio``, which reads and writes files)
 are switched on by ``SQLEAN_ENABLE*`` environment variables; they stay off here, and
 extension loading is switched off again once sqlite-vec is in, so SQL cannot load
@@ -73,6 +76,11 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
         load_sqlite_vec(conn)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA legacy_alter_table = OFF")
+        # Deleted and overwritten content is zeroed, on every connection: by default
+        # SQLite leaves it in free space (freed cells, pages moved by a split), and an
+        # erasure can only zero the cells it deletes itself, not the stale copies an
+        # earlier write of the serving connection left behind (docs/RELIABILITY.md).
+        conn.execute("PRAGMA secure_delete = ON")
         for init_command in self.init_commands:
             if init_command := init_command.strip():
                 conn.execute(init_command)
