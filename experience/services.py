@@ -43,6 +43,7 @@ from experience.values import (
 )
 from powercontext.artifacts import head_advance, head_revision, revision_append
 from powercontext.capabilities import capabilities
+from powercontext.capture_ids import stored_source_id
 from powercontext.chain import canonical_json
 from powercontext.exceptions import (
     ArtifactNotFound,
@@ -110,7 +111,9 @@ def _check_source_refs(
     reference, ``source_refs.N``, as the serializer would name it)."""
     for index, ref in enumerate(source_refs):
         captured = SourceRecord.objects.filter(
-            scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]
+            scope_id=scope_id,
+            source_type=ref["name"],
+            source_id=stored_source_id(ref["source_id"]),
         ).exists()
         if not captured:
             raise InvalidRequest(

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from powercontext.capture_ids import stored_source_id
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 
@@ -51,9 +52,10 @@ def _stored_source(record: SourceRecord) -> StoredSource:
 
 
 def source_get(*, scope_id: str, name: str, source_id: str) -> StoredSource | None:
-    """The source ``name:source_id`` captured in ``scope_id``; None when it never was."""
+    """The source ``name:source_id`` captured in ``scope_id``; None when it never was.
+    ``source_id`` as the capture was sent, or as stored (``capture_ids``)."""
     record = SourceRecord.objects.filter(
-        scope_id=scope_id, source_type=name, source_id=source_id
+        scope_id=scope_id, source_type=name, source_id=stored_source_id(source_id)
     ).first()
     return None if record is None else _stored_source(record)
 

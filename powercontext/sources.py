@@ -20,6 +20,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from powercontext import redaction_log
+from powercontext.capture_ids import stored_source_id
 from powercontext.chain import Chain, Walk, canonical_json, next_link, tagged_sha256
 from powercontext.exceptions import RevisionConflict, SourceConflict
 from powercontext.models import SourceRecord
@@ -77,7 +78,9 @@ def source_capture(
     same payload (after redaction) answers the original position, as does an id whose
     entry has since been purged; the same id with a different payload raises
     SourceConflict. Positions are 1, 2, 3, ... per scope with no gaps (a lost race for a
-    position retries)."""
+    position retries). An id that is a digest of the prompt is stored keyed
+    (``powercontext.capture_ids``); the answer names the id as sent."""
+    sent_id, source_id = source_id, stored_source_id(source_id)
     redactions = Redactions()
     content = redactions.text(content)
     cleaned = redactions.json(metadata or {})
@@ -87,7 +90,7 @@ def source_capture(
     for _attempt in range(_MAX_ATTEMPTS):
         existing = _existing(scope_id, source_id, payload_hash)
         if existing is not None:
-            return CapturedSource(source_id, existing, kinds)
+            return CapturedSource(sent_id, existing, kinds)
         try:
             with transaction.atomic():
                 last = (
@@ -118,7 +121,7 @@ def source_capture(
                     ),
                     **capture_agent(metadata),
                 )
-            return CapturedSource(source_id, position, kinds)
+            return CapturedSource(sent_id, position, kinds)
         except IntegrityError:
             # Another writer took this position or this id first: look again.
             continue
