@@ -63,16 +63,22 @@ class HealthReadyView(_PublicView):
         operation_id="health_ready",
         tags=["health"],
         responses={
-            200: success(HealthOutput, "Every check passed.", examples.HEALTH_READY),
+            200: success(
+                HealthOutput,
+                "Every check passed (`ready`), or only `vector_index` failed (`degraded`).",
+                examples.HEALTH_READY,
+            ),
             503: success(HealthOutput, "A check failed: see `checks`.", examples.HEALTH_NOT_READY),
         },
         description="Readiness for a load balancer: 200 `ready` when the database "
-        "answers, every migration is applied and the full-text indexes are consistent, "
-        "else 503 `not_ready` with the failing check and why. No token.",
+        "answers, every migration is applied and the full-text indexes are consistent; "
+        "200 `degraded` when only `vector_index` fails (the embedding model cannot be "
+        "loaded, e.g. a file failing its digest: search answers lexically); else 503 "
+        "`not_ready` with the failing check and why. No token.",
     )
     def get(self, request):
         report = readiness()
-        return Response(report, status=200 if report["status"] == "ready" else 503)
+        return Response(report, status=503 if report["status"] == "not_ready" else 200)
 
 
 class CapabilitiesOutput(serializers.Serializer):

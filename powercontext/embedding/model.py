@@ -369,6 +369,9 @@ def embedder() -> Embedder:
                 _embedder = Embedder()
             except EmbeddingsUnavailable as exc:
                 _failure = exc
+                # Said once per process: recall goes on lexically, and /health/ready
+                # reports the channel failing ("degraded").
+                log.error("the embedding model cannot be loaded, search answers lexically: %s", exc)
                 raise
             log.debug(
                 "embedding model %s loaded in %.2f s",

@@ -2,6 +2,7 @@
 deterministic, normalised; never derived or written at run time."""
 
 import hashlib
+import logging
 import os
 import shutil
 import socket
@@ -268,12 +269,19 @@ def test_a_replaced_shipped_model_is_refused_too(monkeypatch, tmp_path):
 
 @pytest.mark.django_db
 def test_a_refused_model_is_reported_by_health_and_search_answers_lexically(
-    files, fresh_process_model, api, remember
+    files, fresh_process_model, api, remember, caplog
 ):
     _flip_a_byte(files / Manifest.read().model, offset=-1000)
-    remember("The PostgreSQL pool runs out of connections on Mondays.")
-    ready = api.get("/health/ready")
+    with caplog.at_level(logging.ERROR, logger="powercontext"):
+        remember("The PostgreSQL pool runs out of connections on Mondays.")
+        ready = api.get("/health/ready")
     assert ready.status_code == 200  # lexical search still answers
+    # Not "ready" with nothing said (issue 38): the channel fails, and it is logged once.
+    assert ready.json()["status"] == "degraded"
+    assert ready.json()["checks"]["vector_index"]["status"] == "failing"
+    logged = [r.getMessage() for r in caplog.records if "cannot be loaded" in r.getMessage()]
+    assert len(logged) == 1
+    assert "is not the file this release records" in logged[0]
     detail = ready.json()["checks"]["vector_index"]["detail"]
     assert "is not the file this release records" in detail
     assert "search answers lexically" in detail

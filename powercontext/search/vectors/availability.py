@@ -71,8 +71,9 @@ def status(index: SearchIndex) -> VectorStatus:
 
 
 def readiness() -> dict[str, Any]:
-    """``/health/ready``'s ``vector_index`` check: never failing (lexical search answers
-    without vectors), but its detail says plainly which channel is not ready and why, and
+    """``/health/ready``'s ``vector_index`` check: failing only when the model cannot be
+    loaded (lexical search answers without vectors, so readiness is then "degraded",
+    not "not_ready"); its detail says plainly which channel is not ready and why, and
     which has damaged vectors that searches met (:func:`_damage_detail`)."""
     indexes = vector_indexes()
     states = [status(index) for index in indexes]
@@ -86,7 +87,14 @@ def readiness() -> dict[str, Any]:
     detail = "; ".join(
         f"{state.index}: {damage.get(state.index) or state.detail}" for state in states
     )
-    return {"status": "ok", "detail": f"{detail} (search answers lexically meanwhile)"}
+    # A model that cannot be loaded (a file failing its digest, a missing package) is a
+    # broken install, not a channel still filling: the check fails, and readiness says
+    # "degraded" (served, lexically) instead of "ready" (server/health.py).
+    broken = any(state.state == State.UNAVAILABLE for state in states)
+    return {
+        "status": "failing" if broken else "ok",
+        "detail": f"{detail} (search answers lexically meanwhile)",
+    }
 
 
 def _damage_detail(index: SearchIndex, dimension: int | None) -> str | None:
