@@ -79,8 +79,21 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class ScopeIdField(StrictCharField):
+    """A scope id: 1..256 characters with a non-space one, and no NUL. A scope id is an
+    identity, not text: NUL in one is never a real scope (hooks name scopes ``git:...`` or
+    ``local:...``), it is cut short by C tools, logs and shells that show or pass it,
+    and a request holding one answered an empty pack as if the scope were merely new."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if "\x00" in value:
+            raise serializers.ValidationError("Must not contain NUL (U+0000).")
+        return value
+
+
 def scope_id_field() -> StrictCharField:
-    return StrictCharField(non_blank=True, min_length=1, max_length=256)
+    return ScopeIdField(non_blank=True, min_length=1, max_length=256)
 
 
 class ArtifactRefSchema(StrictSerializer):

@@ -4,7 +4,7 @@ import pytest
 
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 from powercontext.sources import source_capture
-from tests.conftest import error_code
+from tests.conftest import error_code, error_fields
 
 from .test_prepare_api import items
 
@@ -121,3 +121,15 @@ def test_a_budget_out_of_range_is_a_422(api, max_bytes):
 def test_the_prompt_is_not_accepted(api):
     response = api.post("/v1/context/session", {"scope_id": SCOPE, "query": "hello"})
     assert response.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/v1/context/session", {}), ("/v1/context/prepare", {"query": "the importer"})],
+)
+def test_a_scope_id_holding_nul_is_a_422(api, path, body):
+    """Issue 38: a scope id is an identity; one holding NUL answered an empty pack."""
+    response = api.post(path, {"scope_id": "scope-a\x00", **body})
+    assert response.status_code == 422
+    assert error_code(response) == "invalid_request"
+    assert error_fields(response) == ["scope_id"]
