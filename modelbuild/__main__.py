@@ -14,11 +14,10 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from types import FrameType
 
-from modelbuild.build import MODEL_FILE, build
+from modelbuild.build import MODEL_FILE, build, workspace
 from powercontext.embedding.model_file import FILES, Manifest
 
 
@@ -49,9 +48,12 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(getattr(signal, name), _stop)
     if arguments.check:
         committed = Manifest.read()
-        with tempfile.TemporaryDirectory(prefix="powercontext-modelbuild-check-") as into:
-            manifest = build(Path(into))
-            same = (Path(into) / MODEL_FILE).read_bytes() == (FILES / committed.model).read_bytes()
+        # In a work directory of its own (not a plain temporary one), so that what a
+        # check killed outright (SIGKILL) left is swept by the next build or check.
+        with workspace() as work:
+            into = work / "check"
+            manifest = build(into)
+            same = (into / MODEL_FILE).read_bytes() == (FILES / committed.model).read_bytes()
         print(f"built {manifest.sha256}, committed {committed.sha256}")
         print("the same bytes" if same else "DIFFERENT bytes")
         return 0 if same else 1

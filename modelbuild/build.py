@@ -9,7 +9,8 @@ sees half of one.
 
 The intermediate files (the folded float graph, the quantiser's output, the libraries' own
 temporary files: about 90 MB) go to one work directory in the system's temporary
-directory (:func:`workspace`), removed when the build ends, fails or is stopped (SIGTERM,
+directory (:func:`workspace`; ``--check`` builds inside one too, and native code follows
+``TMPDIR`` there), removed when the build ends, fails or is stopped (SIGTERM,
 SIGHUP, Ctrl-C); one killed outright (SIGKILL, the OOM killer) is removed by the next
 build. Nothing here runs in the server: the runtime only loads what this wrote.
 """
@@ -131,14 +132,21 @@ def workspace() -> Iterator[Path]:
     killed (its lock is free) from a running one's."""
     sweep()
     work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
-    previous = tempfile.tempdir
+    previous, previous_env = tempfile.tempdir, os.environ.get("TMPDIR")
     try:
         with (work / LOCK_NAME).open("w") as lock:
             _lock(lock)
             tempfile.tempdir = str(work)
+            # Native code (ONNX Runtime's own temporary files) reads the variable, not
+            # Python's setting: both point into the swept directory.
+            os.environ["TMPDIR"] = str(work)
             yield work
     finally:
         tempfile.tempdir = previous
+        if previous_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = previous_env
         shutil.rmtree(work, ignore_errors=True)
 
 

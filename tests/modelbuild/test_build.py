@@ -198,3 +198,32 @@ def test_a_build_stopped_midway_leaves_nothing_behind(tmp_path):
     assert _written(scratch) > 10_000_000
     assert build.sweep(scratch) == [left]
     assert _directories(scratch) == []
+
+
+def test_a_check_builds_in_a_swept_work_directory(tmp_path, monkeypatch):
+    """Issue 38: ``--check`` built into a plain temporary directory, which nothing swept
+    when the check was killed outright; now it builds inside a locked work directory
+    (and the libraries' native temporary files follow ``TMPDIR`` there), which the next
+    build or check sweeps."""
+    from modelbuild import __main__ as cli
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen = {}
+
+    def fake_build(into, **kwargs):
+        seen["into"] = into
+        seen["tmpdir"] = os.environ.get("TMPDIR")
+        work = into.parent
+        with (work / build.LOCK_NAME).open("a") as lock:
+            seen["locked"] = not build._lock(lock, wait=False)
+        into.mkdir()
+        (into / build.MODEL_FILE).write_bytes(b"not the model")
+        return Manifest.read()
+
+    monkeypatch.setattr(cli, "build", fake_build)
+    assert cli.main(["--check"]) == 1
+    assert seen["into"].parent.name.startswith(build.WORK_PREFIX)
+    assert seen["into"].parent.parent == tmp_path
+    assert seen["locked"]  # a running check's directory is not swept
+    assert seen["tmpdir"] == str(seen["into"].parent)
+    assert list(tmp_path.iterdir()) == []  # removed when the check ended
