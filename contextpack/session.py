@@ -3,18 +3,21 @@
 A ``SessionStart`` hook has no prompt to search for, so this pack is chosen by what a new
 session most needs before the first prompt, in this order of priority:
 
-- **Standing instructions**: the scope's active Memory entries of kind ``command`` (how
-  to build, test, run) and ``convention`` (how the team works), the most recently written
-  first. They are what an AGENTS.md / CLAUDE.md holds, and what an agent without them
-  gets wrong on its first try.
+- **Standing instructions a reviewer chose**: the scope's active Memory entries that a
+  reviewer marked for session start on the desk (``memory.SessionStartMark``, who and
+  when), each in the very version marked, the most recently marked first. They are what
+  an AGENTS.md / CLAUDE.md holds, and they reach every session's start with no prompt
+  to match, so an agent's write alone never puts an entry there: the newest entries of
+  a kind did, unchecked, until issue 38 (one planted ``command`` entry was in 10 of 10
+  packs).
 - **Where the work is**: the entries that best match the subjects of the scope's most
   recent captured prompts, each prompt scored on its own (``segments``), with the words
   the user repeats in every prompt weighing less (``recurring_terms``): a session that
   resumes the work gets the facts it was using.
 - **One lesson**: the most recently approved Experience.
 
-Memory items go in turn (a command, a subject, a convention, then the next of each) so
-that a budget of a few items holds some of each; the builder keeps what fits.
+Memory items go in turn (a marked entry, a subject, then the next of each) so that a
+budget of a few items holds some of each; the builder keeps what fits.
 
 The same ``powercontext.prepared-context.v1`` value as prepare, from the same pure builder
 (trust wrapper, citations, truncation, byte budget), from the families' own selectors.
@@ -32,16 +35,15 @@ from contextpack.builder import (
 from contextpack.limits import SESSION_DEFAULT_MAX_BYTES
 from contextpack.prompt_history import recent_prompt_terms
 from experience.selectors import experience_latest
-from memory.selectors import memory_entries_of_kinds, memory_head, memory_search_at
+from memory.selectors import memory_head, memory_search_at, memory_session_entries
 from memory.values import memory_ref
 from powercontext.search import SearchInconsistent
 from powercontext.search.policy import recurring_terms
 from powercontext.search.query import Query
 from powercontext.snapshot import read_snapshot
 
-# The standing kinds; of each, the most recently written entries first.
-STANDING_KINDS = ("command", "convention")
-STANDING_PER_KIND = 3
+# The entries marked for session start, the most recently marked first.
+MARKED_ENTRIES = 6
 # The prompts whose subjects are looked for, most recent first, and how many entries.
 SUBJECT_PROMPTS = 3
 SUBJECT_ENTRIES = 3
@@ -62,24 +64,21 @@ def session_context(
     """
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
-        standing = [
-            [
-                _hit(head, entry.citation.entry_id, entry.citation.entry_version_id, entry.text)
-                for entry in memory_entries_of_kinds(
-                    scope_id=scope_id, revision=head, kinds=(kind,), limit=STANDING_PER_KIND
-                )
-            ]
-            for kind in STANDING_KINDS
+        marked = [
+            _hit(head, entry.citation.entry_id, entry.citation.entry_version_id, entry.text)
+            for entry in memory_session_entries(
+                scope_id=scope_id, revision=head, limit=MARKED_ENTRIES
+            )
         ]
-        taken = {hit.citation.entry_id for hits in standing for hit in hits}
+        taken = {hit.citation.entry_id for hit in marked}
         subjects = _subject_hits(scope_id, head, taken)
         experience_hits = [
             ExperienceHit(hit.artifact_ref, hit.situation, hit.action, hit.outcome, hit.lesson)
             for hit in experience_latest(scope_id=scope_id, limit=EXPERIENCES)
         ]
-    # One of each in turn (a command, a subject, a convention, then the next of each), so
-    # the budget holds some of every sort rather than all of the first.
-    lists = [standing[0], subjects, *standing[1:]]
+    # One of each in turn (a marked entry, a subject, then the next of each), so the
+    # budget holds some of both rather than all of the first.
+    lists = [marked, subjects]
     memory_hits = [
         hits[index] for index in range(max(map(len, lists))) for hits in lists if index < len(hits)
     ]

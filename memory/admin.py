@@ -5,18 +5,27 @@ newer version), kind and version; each entry's page shows its whole history with
 reason every change recorded; revisions list their changes (the kernel's revision pages,
 ``powercontext.admin``, show them with the renderers registered here). Nothing here can
 add, change or delete: Memory changes only through ``memory.services`` (the HTTP API).
+The one desk action is a reviewer's: mark an active entry's current version for every
+session's start (``contextpack.session``), or take the mark off; who and when are kept.
 The kernel's records are read through ``powercontext.selectors``.
 """
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
+from memory.models import (
+    SESSION_MARK_PERMISSION,
+    ManifestState,
+    MemoryEntryVersion,
+    MemoryManifestRow,
+    SessionStartMark,
+)
 from memory.selectors import memory_entry_history, state_label
+from memory.services import session_mark, session_unmark
 from memory.values import CHANGE_OP_WIRE, MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.desk import (
     DefaultedFilter,
@@ -75,10 +84,12 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
         "kind",
         "version",
         "text_excerpt",
+        "session_start",
         "scope_label",
         "created",
     )
     list_display_links = ("entry_label", "text_excerpt")
+    actions = ("mark_for_session_start", "unmark_for_session_start")
     list_filter = (StateFilter, ScopeFilter, "kind")
     search_fields = ("=entry_id", "=entry_version_id", "=scope_id", "text")
     ordering = ("scope_id", "entry_id", "-version")
@@ -95,9 +106,57 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
         "content_hash",
         "created_in_revision",
         "created",
+        "session_start",
         "history",
     )
-    readonly_fields = ("state_badge", "scope_label", "stored_text", "created", "history")
+    readonly_fields = (
+        "state_badge",
+        "scope_label",
+        "stored_text",
+        "created",
+        "session_start",
+        "history",
+    )
+
+    def has_mark_permission(self, request):
+        return request.user.has_perm(SESSION_MARK_PERMISSION)
+
+    @admin.action(description="Mark for session start", permissions=["mark"])
+    def mark_for_session_start(self, request, queryset):
+        """Only an active entry's current version can be marked: a retired or superseded
+        one would never be in a pack."""
+        marked = skipped = 0
+        for version in queryset.select_related(None):
+            if getattr(version, "state_now", None) != "active":
+                skipped += 1
+            elif session_mark(entry_version=version, marked_by=request.user.get_username()):
+                marked += 1
+        self.message_user(
+            request,
+            f"{marked} entr{'y' if marked == 1 else 'ies'} marked for session start.",
+            messages.SUCCESS,
+        )
+        if skipped:
+            self.message_user(
+                request,
+                f"{skipped} left alone: only an active entry's current version can be marked.",
+                messages.WARNING,
+            )
+
+    @admin.action(description="Take off session start", permissions=["mark"])
+    def unmark_for_session_start(self, request, queryset):
+        taken = sum(session_unmark(entry_version=version) for version in queryset)
+        self.message_user(
+            request,
+            f"{taken} entr{'y' if taken == 1 else 'ies'} taken off session start.",
+            messages.SUCCESS,
+        )
+
+    @admin.display(description="session start")
+    def session_start(self, obj):
+        if getattr(obj, "marked_by", None) is None:
+            return "-"
+        return format_html("marked by {}, {}", reveal(obj.marked_by), human_datetime(obj.marked_at))
 
     def get_queryset(self, request):
         # The entry's open manifest row says what it is now; a version without one was
@@ -105,10 +164,15 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
         open_row = MemoryManifestRow.objects.filter(
             entry_version=OuterRef("pk"), valid_to__isnull=True
         ).values("state")[:1]
+        mark = SessionStartMark.objects.filter(entry_version=OuterRef("pk"))
         return (
             super()
             .get_queryset(request)
             .annotate(open_state=Subquery(open_row))
+            .annotate(
+                marked_by=Subquery(mark.values("marked_by")[:1]),
+                marked_at=Subquery(mark.values("marked_at")[:1]),
+            )
             .annotate(
                 state_now=Case(
                     When(open_state=ManifestState.ACTIVE, then=Value("active")),

@@ -41,6 +41,10 @@ def register() -> None:
     register_left_out(
         "memory.MemoryTermStat", "derived: counted from the projection, rebuilt on import"
     )
+    register_left_out(
+        "memory.SessionStartMark",
+        "a choice of this server's reviewers, named by its users: marked again after import",
+    )
 
 
 def _memory_head(shared: dict[str, Any]) -> int:

@@ -134,3 +134,28 @@ class MemoryTermStat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term!r}: {self.documents} ({self.scope_id})"
+
+
+# Reviewers (the Experience reviewers group has it) may mark entries for session start.
+SESSION_MARK_PERMISSION = "memory.mark_session_start"
+
+
+class SessionStartMark(models.Model):
+    """A reviewer chose this entry version for every session's start (the ``SessionStart``
+    pack, ``contextpack.session``): who and when. A mark names one version: an entry
+    revised since (by an agent, or anyone) is not in the pack again until a reviewer
+    marks the new version, so an agent's write alone never reaches every session."""
+
+    entry_version = models.OneToOneField(
+        MemoryEntryVersion, on_delete=models.CASCADE, related_name="session_mark"
+    )
+    scope_id = IdentityField(max_length=256)
+    marked_by = models.CharField(max_length=150)
+    marked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["scope_id", "marked_at"], name="session_mark_scope_idx")]
+        permissions = [("mark_session_start", "Can mark Memory entries for session start")]
+
+    def __str__(self) -> str:
+        return f"{self.entry_version_id} marked by {self.marked_by}"

@@ -1,7 +1,7 @@
 """Reads of a scope's Memory: exact citations, listings, changes and search."""
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -9,7 +9,13 @@ from django.db import connection
 from django.db.models import Q
 
 from memory.exceptions import MemoryNotFound
-from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow, MemoryTermStat
+from memory.models import (
+    ManifestState,
+    MemoryEntryVersion,
+    MemoryManifestRow,
+    MemoryTermStat,
+    SessionStartMark,
+)
 from memory.search_index import MEMORY_INDEX
 from memory.values import (
     CHANGE_OP_WIRE,
@@ -519,27 +525,22 @@ def memory_revision_cited(*, scope_id: str, revision: int) -> list[CitedEntry]:
     return cited
 
 
-def memory_entries_of_kinds(
-    *, scope_id: str, revision: int, kinds: Sequence[str], limit: int
-) -> list[MemoryEntry]:
-    """At most ``limit`` active entries of ``revision`` whose kind is one of ``kinds``: by
-    the order of ``kinds``, then the most recently written first (ties by entry id).
-    Run it in the caller's read snapshot, with the head it read."""
+def memory_session_entries(*, scope_id: str, revision: int, limit: int) -> list[MemoryEntry]:
+    """At most ``limit`` entries a reviewer marked for session start (``SessionStartMark``)
+    that are active at ``revision`` in the very version marked (an entry revised since
+    is left out until its new version is marked), the most recently marked first. Run it
+    in the caller's read snapshot, with the head it read."""
     if revision == 0 or limit <= 0:
         return []
+    marked = SessionStartMark.objects.filter(scope_id=scope_id).values("entry_version_id")
     rows = (
-        MemoryManifestRow.objects.select_related("entry_version")
+        MemoryManifestRow.objects.select_related("entry_version", "entry_version__session_mark")
         .filter(
             _valid_at(revision),
             scope_id=scope_id,
             state=ManifestState.ACTIVE,
-            entry_version__kind__in=list(kinds),
+            entry_version_id__in=marked,
         )
-        .order_by("-valid_from", "entry_id")
+        .order_by("-entry_version__session_mark__marked_at", "entry_id")[:limit]
     )
-    chosen: list[MemoryManifestRow] = []
-    for kind in kinds:
-        chosen += list(rows.filter(entry_version__kind=kind)[: limit - len(chosen)])
-        if len(chosen) >= limit:
-            break
-    return [entry_of(revision, row.entry_version, row.state) for row in chosen]
+    return [entry_of(revision, row.entry_version, row.state) for row in rows]

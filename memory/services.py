@@ -29,6 +29,7 @@ from memory.models import (
     MemoryEntryVersion,
     MemoryManifestRow,
     MemoryTermStat,
+    SessionStartMark,
 )
 from memory.search_index import MEMORY_INDEX
 from memory.selectors import entry_of, resolve_citation
@@ -411,3 +412,23 @@ def projection_values(version: MemoryEntryVersion) -> dict[str, Any]:
         "scope_token": scope_token(version.scope_id),
         "searchable_text": analyzer.searchable_text(version.text),
     }
+
+
+# -- session-start marks (the desk) ----------------------------------------------------
+
+
+def session_mark(*, entry_version: MemoryEntryVersion, marked_by: str) -> bool:
+    """Mark ``entry_version`` for every session's start (``contextpack.session``), as
+    ``marked_by`` chose on the desk; False when it already was. The caller checks that
+    the user holds ``memory.mark_session_start``."""
+    _mark, created = SessionStartMark.objects.get_or_create(
+        entry_version=entry_version,
+        defaults={"scope_id": entry_version.scope_id, "marked_by": marked_by},
+    )
+    return created
+
+
+def session_unmark(*, entry_version: MemoryEntryVersion) -> bool:
+    """Take ``entry_version`` out of session starts; False when it was not marked."""
+    deleted, _ = SessionStartMark.objects.filter(entry_version=entry_version).delete()
+    return bool(deleted)

@@ -379,6 +379,34 @@ def live_post(base, path, body):
         return response.status, json.loads(response.read())
 
 
+# The live servers by URL: a test that has only the URL can reach the data directory.
+SERVERS: dict[str, "ServerProcess"] = {}
+
+_MARK = """
+import django, sys
+django.setup()
+from memory.models import MemoryEntryVersion
+from memory.services import session_mark
+scope, text = sys.argv[1:3]
+version = MemoryEntryVersion.objects.filter(scope_id=scope, text=text).latest("created_at")
+session_mark(entry_version=version, marked_by="test-reviewer")
+"""
+
+
+def mark_for_session_start(url: str, scope: str, text: str) -> None:
+    """Mark the entry holding ``text`` for session start, as a reviewer does on the desk
+    (issue 38: only a marked entry opens every session), in the live server's data."""
+    server = SERVERS[url]
+    subprocess.run(
+        [sys.executable, "-c", _MARK, scope, text],
+        env=server.env,
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
 class ServerProcess:
     """``manage.py serve`` on a free loopback port with its own data directory."""
 
@@ -415,6 +443,8 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
         )
         self.url = f"http://127.0.0.1:{self.port}"
+        self.env = env
+        SERVERS[self.url] = self
         deadline = time.monotonic() + 60
         while True:
             try:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import LIVE_TOKEN, REPO_ROOT
+from .conftest import LIVE_TOKEN, REPO_ROOT, mark_for_session_start
 from .fake_model import FakeModel, ToolStep
 
 pytestmark = pytest.mark.slow
@@ -169,6 +169,8 @@ def install_as_readme_says(agent: str, clone: Path, project: Path, env: dict, to
 def seed(server: str, scope: str, token) -> None:
     for kind, text in (("ops", SEEDED), ("command", STANDING)):
         api(server, "/v1/memory/remember", {"scope_id": scope, "kind": kind, "text": text}, token)
+    # Only what a reviewer marked opens every session (issue 38).
+    mark_for_session_start(server, scope, STANDING)
 
 
 def expected_packs(server: str, scope: str, token) -> tuple[str, str]:
