@@ -48,7 +48,11 @@ class ExportReport:
     records: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    # The whole file's sha256 (what sha256sum gives), the chain digest of its last line
+    # (the root digest, covering every byte), and whether the manifest carries an HMAC.
     sha256: str = ""
+    root: str = ""
+    signed: bool = False
 
 
 def engine_name() -> str:
@@ -80,13 +84,16 @@ def archive_export(
     scope_ids: list[str] | None = None,
     chunk_size: int = 1000,
     progress: ExportProgress | None = None,
+    key: bytes | None = None,
 ) -> ExportReport:
     """Write the archive of ``scope_ids`` (default: every scope) to ``out``.
 
     Reads one consistent snapshot (``read_snapshot``) while the server keeps serving,
     writes to a private temporary file beside ``out`` (mode 0600: it holds every memory)
-    and renames it into place once complete, so ``out`` is never a partial archive.
-    Raises ExportFailed (an unknown scope, a row that fails its checks).
+    and renames it into place once complete, so ``out`` is never a partial archive. With
+    ``key``, the manifest carries an HMAC that only the key's holder can compute
+    (``archive_format.archive_hmac``). Raises ExportFailed (an unknown scope, a row
+    that fails its checks).
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1")
@@ -122,16 +129,22 @@ def archive_export(
                             progress(scope_id, before + rows, total)
 
                     done += _scope(writer, plan, scope_id, chunk_size, stated, report, advanced)
+            content_sha256 = writer.whole.hexdigest()
+            manifest: dict[str, Any] = {
+                "type": "manifest",
+                "records": writer.lines,
+                "scopes": len(scopes),
+                "sha256": content_sha256,
+                "streams": stated,
+            }
+            if key is not None:
+                manifest["hmac"] = archive_format.archive_hmac(key, content_sha256)
+                report.signed = True
+            writer.write(manifest)
+            # The manifest's sha256 covers the lines before it; what is printed is the
+            # whole file's, as sha256sum gives it (issue 42).
             report.sha256 = writer.whole.hexdigest()
-            writer.write(
-                {
-                    "type": "manifest",
-                    "records": writer.lines,
-                    "scopes": len(scopes),
-                    "sha256": report.sha256,
-                    "streams": stated,
-                }
-            )
+            report.root = writer.previous.hex()
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, out)

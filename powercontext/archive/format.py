@@ -15,6 +15,7 @@ Standard library only: the format is read and written without Django.
 """
 
 import hashlib
+import hmac
 import json
 import re
 from collections.abc import Iterator
@@ -75,9 +76,13 @@ def unseal(previous: bytes, number: int, raw: bytes, *, strict: bool = True) -> 
     no duplicate keys, no other escapes); the writing pass, which re-reads bytes already
     checked so, leaves that out.
     """
+    shaped = raw.startswith(_PREFIX) and raw.endswith(_SUFFIX) and len(raw) > _BODY_START + 2
+    if number == 1 and not raw.startswith(_PREFIX) and not _PREFIX.startswith(raw):
+        # Not even the start of an archive: say what the file is instead (issue 42).
+        raise ArchiveRefused(not_an_archive(raw[:64]), line=1)
     if not raw.endswith(b"\n"):
         raise ArchiveRefused("the line is cut off (no end of line): truncated", line=number)
-    if not (raw.startswith(_PREFIX) and raw.endswith(_SUFFIX) and len(raw) > _BODY_START + 2):
+    if not shaped:
         raise ArchiveRefused("not an archive line", line=number)
     stated = raw[len(_PREFIX) : len(_PREFIX) + 64]
     if not _HEX.fullmatch(stated) or raw[len(_PREFIX) + 64 : _BODY_START] != _MIDDLE:
@@ -105,10 +110,60 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def raw_lines(file: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+# The longest line an archive may hold: a record holds at most one row, and the largest
+# (a captured prompt of 200,000 characters, each escaped as up to 12 ASCII bytes, with
+# its metadata) stays well under it. A reader holds at most this much of a line, so its
+# memory is bounded whatever the file holds (a 300 MB line was read whole).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+def raw_lines(file: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
     """(1-based number, bytes with their end of line) of each line; the last may lack
-    its end of line (``unseal`` then says it was cut off)."""
-    return enumerate(file, start=1)
+    its end of line (``unseal`` then says it was cut off). Reads at most ``limit`` + 1
+    bytes of a line: a longer one raises ArchiveRefused without reading the rest."""
+    number = 0
+    while True:
+        raw = file.readline(limit + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > limit:
+            if number == 1 and not raw.startswith(_PREFIX):
+                raise ArchiveRefused(not_an_archive(raw[:64]), line=1)
+            raise ArchiveRefused(
+                f"the line is longer than {limit:,} bytes, the most an archive line may "
+                "hold: not an archive written by manage.py export",
+                line=number,
+            )
+        yield number, raw
+
+
+def not_an_archive(start: bytes) -> str:
+    """What a file whose first line is no archive line is, by its first bytes, and what
+    was expected."""
+    expected = (
+        "expected a PowerContext archive as `manage.py export` writes it (JSON Lines, each "
+        '{"digest":...,"record":...}, the first an archive header)'
+    )
+    if start.startswith(b"SQLite format 3\x00"):
+        kind = (
+            "a SQLite database (a `manage.py backup` copy, or the data file itself): restore "
+            "it by copying it into the data directory while the server is stopped, and "
+            "export from a server running on it to get an archive"
+        )
+    elif start.startswith(b"\x1f\x8b"):
+        kind = "a gzip-compressed file: decompress it first (gunzip FILE)"
+    elif start.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        kind = "a zip archive: unzip it and import the archive file inside"
+    elif start.startswith((b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ")):
+        kind = "a compressed file (zstd, bzip2 or xz): decompress it first"
+    elif not start.strip():
+        kind = "empty (truncated to nothing, or never written)"
+    elif start.lstrip()[:1] in (b"{", b"["):
+        kind = "JSON, but not an archive"
+    else:
+        kind = "not an archive"
+    return f"this file is {kind}; {expected}"
 
 
 class Writer:
@@ -131,3 +186,21 @@ class Writer:
         self.lines += 1
         self.bytes += len(line)
         return body
+
+
+# -- origin: an HMAC under a key the user holds ------------------------------------------
+
+_HMAC_DOMAIN = b"powercontext.archive-hmac.v1\x00"
+MIN_KEY_BYTES = 16
+
+
+def archive_hmac(key: bytes, content_sha256: str) -> str:
+    """The manifest's ``hmac``: HMAC-SHA256 under ``key`` of the digest of every line
+    before the manifest (its ``sha256``). The digests prove an archive was not damaged
+    by accident; anyone can recompute them after an edit. Only the key's holder can
+    compute this."""
+    return hmac.new(key, _HMAC_DOMAIN + content_sha256.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def hmac_matches(key: bytes, content_sha256: str, stated: str) -> bool:
+    return hmac.compare_digest(archive_hmac(key, content_sha256), stated)

@@ -26,6 +26,7 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 
 from powercontext import maintenance, reports
+from powercontext.archive import format as archive_format
 from powercontext.archive.format import ArchiveRefused
 from powercontext.archive.reader import (
     Reader,
@@ -67,6 +68,10 @@ class ImportReport:
     vector_seconds: float = 0.0
     rebuilds: list[reports.RebuildReport] = field(default_factory=list)
     checks: list[reports.CheckResult] = field(default_factory=list)
+    # Whether the manifest's HMAC was checked with the user's key (else: integrity only).
+    origin_checked: bool = False
+    # The secrets the import redacted, as every other write does (issue 38), by kind.
+    redacted: dict[str, int] = field(default_factory=dict)
 
     @property
     def scopes(self) -> list[str]:
@@ -89,8 +94,11 @@ class _Verified:
     ends: dict[str, bytes]
 
 
-def archive_verify(path: Path, *, progress: ImportProgress | None = None) -> _Verified:
-    """The verifying pass: raises ArchiveRefused naming the first bad line."""
+def archive_verify(
+    path: Path, *, progress: ImportProgress | None = None, key: bytes | None = None
+) -> _Verified:
+    """The verifying pass: raises ArchiveRefused naming the first bad line, and (with
+    ``key``) when the manifest's HMAC is missing or not that key's."""
     ends: dict[str, bytes] = {}
     with path.open("rb") as file:
         reader = Reader(file, strict=True)
@@ -102,11 +110,27 @@ def archive_verify(path: Path, *, progress: ImportProgress | None = None) -> _Ve
     assert reader.summary is not None  # noqa: S101 - set by a complete read
     if progress:
         progress("verify", reader.summary.records, reader.summary.records)
+    if key is not None:
+        summary = reader.summary
+        if summary.hmac is None:
+            raise ArchiveRefused(
+                "the archive is not signed (its manifest has no hmac), so its origin "
+                "cannot be checked with this key; nothing was written"
+            )
+        if not archive_format.hmac_matches(key, summary.content_sha256, summary.hmac):
+            raise ArchiveRefused(
+                "the archive's hmac is not this key's: it was changed and resealed after "
+                "it was signed, or signed with another key; nothing was written"
+            )
     return _Verified(reader.summary, ends)
 
 
 def archive_import(
-    *, path: Path, dry_run: bool = False, progress: ImportProgress | None = None
+    *,
+    path: Path,
+    dry_run: bool = False,
+    progress: ImportProgress | None = None,
+    key: bytes | None = None,
 ) -> ImportReport:
     """Verify the archive at ``path``, then (unless ``dry_run``) import every scope it
     holds into this database, which must hold none of them.
@@ -117,8 +141,9 @@ def archive_import(
     scopes in ``imported`` were committed).
     """
     started = time.monotonic()
-    verified = archive_verify(path, progress=progress)
+    verified = archive_verify(path, progress=progress, key=key)
     report = ImportReport(path, dry_run, verified.summary)
+    report.origin_checked = key is not None
     report.verify_seconds = time.monotonic() - started
     occupied = [scope for scope in report.scopes if maintenance.scope_has_data(scope)]
     if occupied:
@@ -218,6 +243,7 @@ def _scope(
                 report.rebuilds.extend(
                     maintenance.rebuild(scope_id=scope_id, family_name=family.name)
                 )
+            _redact(scope_id, report)
             findings = [
                 finding for result in _authoritative_checks(scope_id) for finding in result.findings
             ]
@@ -244,6 +270,25 @@ def _scope(
             imported=list(report.imported),
         ) from error
     return done
+
+
+def _redact(scope_id: str, report: ImportReport) -> None:
+    """Redact the scope's secrets and ``<private>`` spans as every write does: an old or
+    crafted archive would otherwise land them in Memory and packs. The same redaction as
+    ``manage.py redact_secrets`` (each change with its redaction record, the chains still
+    verifying), after the rebuild, whose derived state it brings in step; a row it cannot
+    verify fails the scope's check below."""
+    from powercontext.stored_secrets import redact_stored
+
+    for found in redact_stored(scope_id=scope_id, reason="import"):
+        for kind, count in found.kinds.items():
+            report.redacted[kind] = report.redacted.get(kind, 0) + count
+        if found.unverified:
+            raise ImportFailed(
+                f"scope {describe_scope(scope_id)}: {found.what} rows fail verification "
+                "and could not be redacted: rolled back",
+                imported=list(report.imported),
+            )
 
 
 def _authoritative_checks(scope_id: str) -> list[reports.CheckResult]:

@@ -119,6 +119,13 @@ class Summary:
     records: int = 0
     bytes: int = 0
     rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The digest of every line before the manifest, the manifest's HMAC of it (None:
+    # not signed), the chain digest of the last line (the archive's root digest) and
+    # the sha256 of the whole file, as sha256sum gives it.
+    content_sha256: str = ""
+    hmac: str | None = None
+    root: str = ""
+    file_sha256: str = ""
 
 
 class Reader:
@@ -142,6 +149,8 @@ class Reader:
         try:
             number, raw = next(self._lines)
         except StopIteration:
+            if self._count == 0:
+                raise ArchiveRefused(archive_format.not_an_archive(b""), line=1) from None
             raise ArchiveRefused(
                 f"missing: the archive ends after line {self._count} where {expecting} "
                 "should follow (truncated)",
@@ -185,6 +194,11 @@ class Reader:
                 raise ArchiveRefused(
                     f"the manifest's {name} does not match the archive", line=line.number
                 )
+        signature = manifest.get("hmac")
+        if signature is not None:
+            expected["hmac"] = signature
+            if not isinstance(signature, str) or len(signature) != 64:
+                raise ArchiveRefused("the manifest's hmac is malformed", line=line.number)
         if set(manifest) != set(expected):
             raise ArchiveRefused("the manifest has fields it should not", line=line.number)
         extra = next(self._lines, None)
@@ -192,6 +206,11 @@ class Reader:
             raise ArchiveRefused("data after the closing manifest", line=extra[0])
         summary.records = self._count
         summary.bytes = self._bytes
+        summary.content_sha256 = whole
+        summary.hmac = signature
+        summary.root = line.digest.hex()
+        self._whole.update(line.raw)
+        summary.file_sha256 = self._whole.hexdigest()
         self.summary = summary
 
     def _advance(self, expecting: str) -> Line:

@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from powercontext.archive.export import ExportFailed, archive_export
+from powercontext.archive.origin import KEY_VARIABLE, ArchiveKeyError, archive_key
 from powercontext.management.commands.rebuild_index import ProgressBar
 from powercontext.startup import require_migrated
 
@@ -33,15 +34,25 @@ class Command(BaseCommand):
             "--out", required=True, type=Path, help="The archive file (replaced if it exists)."
         )
         parser.add_argument(
+            "--key-file",
+            type=Path,
+            help=f"Sign the archive with the key in this file (else ${KEY_VARIABLE}, if "
+            "set): import with the same key then refuses an archive changed since.",
+        )
+        parser.add_argument(
             "--chunk-size",
             type=int,
             default=1000,
             help="Rows read per query (default 1000).",
         )
 
-    def handle(self, *args, scopes, out, chunk_size, verbosity, **options):
+    def handle(self, *args, scopes, out, chunk_size, key_file, verbosity, **options):
         if chunk_size < 1:
             raise CommandError("--chunk-size must be at least 1.")
+        try:
+            key = archive_key(key_file)
+        except ArchiveKeyError as error:
+            raise CommandError(f"Export refused: {error}.") from None
         if not out.parent.is_dir():
             raise CommandError(f"No such directory: {out.parent}")
         require_migrated("export")
@@ -54,6 +65,7 @@ class Command(BaseCommand):
                 scope_ids=sorted(set(scopes)) if scopes else None,
                 chunk_size=chunk_size,
                 progress=(lambda _scope, done, total: bar(done, total)) if bar else None,
+                key=key,
             )
         except ExportFailed as error:
             raise CommandError(f"Export failed, no archive written: {error}") from None
@@ -73,4 +85,12 @@ class Command(BaseCommand):
             )
             self.stdout.write(
                 self.style.SUCCESS(f"Archive written: {out} (sha256 {report.sha256})")
+            )
+            self.stdout.write(f"Root digest: {report.root}")
+            self.stdout.write(
+                "Signed: its manifest holds an HMAC under your key; import with the same "
+                "key checks its origin."
+                if report.signed
+                else "Not signed: its digests show accidental damage only; sign it with "
+                f"--key-file or ${KEY_VARIABLE} so that an import can check its origin."
             )

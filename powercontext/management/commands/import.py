@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from powercontext.archive.format import ArchiveRefused
 from powercontext.archive.importer import ImportFailed, ImportReport, archive_import
+from powercontext.archive.origin import KEY_VARIABLE, ArchiveKeyError, archive_key
 from powercontext.archive.reader import describe_scope
 from powercontext.maintenance import RebuildReport
 from powercontext.management.commands.rebuild_index import ProgressBar
@@ -32,10 +33,20 @@ class Command(BaseCommand):
             action="store_true",
             help="Verify the archive and the target and say what would be written; write nothing.",
         )
+        parser.add_argument(
+            "--key-file",
+            type=Path,
+            help=f"Check the archive's origin with the key in this file (else ${KEY_VARIABLE}, "
+            "if set): an archive not signed with it, or changed since, is refused.",
+        )
 
-    def handle(self, *args, archive, dry_run, verbosity, **options):
+    def handle(self, *args, archive, dry_run, key_file, verbosity, **options):
         if not archive.is_file():
             raise CommandError(f"No such archive: {archive}")
+        try:
+            key = archive_key(key_file)
+        except ArchiveKeyError as error:
+            raise CommandError(f"Archive refused, nothing written: {error}.") from None
         if dry_run and unapplied_migrations():
             raise CommandError(
                 "The database is not migrated: run `manage.py migrate` before a dry run "
@@ -55,7 +66,7 @@ class Command(BaseCommand):
 
         try:
             report = archive_import(
-                path=archive, dry_run=dry_run, progress=progress if tty else None
+                path=archive, dry_run=dry_run, progress=progress if tty else None, key=key
             )
         except ArchiveRefused as error:
             raise CommandError(f"Archive refused, nothing written: {error}") from None
@@ -89,6 +100,14 @@ class Command(BaseCommand):
             f"{summary.header.get('created_at')}) in {report.verify_seconds:.2f}s: every "
             "digest and chain holds."
         )
+        self.stdout.write(f"sha256 {summary.file_sha256}; root digest {summary.root}.")
+        self.stdout.write(
+            "Origin checked: signed with your key, unchanged since."
+            if report.origin_checked
+            else "Integrity checked, not origin: the digests catch accidental damage, but "
+            "anyone can recompute them after an edit. Import with --key-file (or "
+            f"${KEY_VARIABLE}) to check an archive signed at export."
+        )
         verb = "Would import" if report.dry_run else "Imported"
         self.stdout.write(f"{verb} {len(report.scopes)} scope(s):")
         for scope_id in report.scopes:
@@ -101,6 +120,12 @@ class Command(BaseCommand):
                 self.style.SUCCESS("Dry run: every scope is empty here; nothing was written.")
             )
             return
+        if report.redacted:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(report.redacted.items()))
+            self.stdout.write(
+                f"Redacted {sum(report.redacted.values())} secret(s) the archive held, as "
+                f"every write does ({kinds}); the redaction log records each."
+            )
         rows = report.rows()
         rate = rows / report.write_seconds if report.write_seconds else 0.0
         self.stdout.write(
