@@ -169,7 +169,20 @@ PLUGIN_CACHES = {
     "codex": ("CODEX_HOME", ".codex", "hooks/hooks.json"),
     "claude": ("CLAUDE_CONFIG_DIR", ".claude", ".claude-plugin/plugin.json"),
 }
-AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code"}
+AGENT_NAMES = {
+    "codex": "Codex",
+    "claude": "Claude Code",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+    "opencode": "OpenCode",
+}
+# The agents whose plugin is the only way in (install.py does not register them): their
+# prompt hook's entry script, and the probe payload as that agent sends it.
+PLUGIN_ONLY_SCRIPTS = {
+    "gemini": "gemini_before_agent.py",
+    "copilot": "copilot_user_prompt_submitted.py",
+    "opencode": "opencode_user_prompt_submit.py",
+}
 PLUGIN_COMMANDS = {
     "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_user_prompt_submit.py"',
     "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_user_prompt_submit.py"',
@@ -179,7 +192,24 @@ PLUGIN_SESSION_COMMANDS = {
     "codex": 'python3 -S "${PLUGIN_ROOT}/scripts/codex_session_start.py"',
     "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_session_start.py"',
 }
-SESSION_SCRIPTS = {"codex": "codex_session_start.py", "claude": "claude_session_start.py"}
+SESSION_SCRIPTS = {agent: agent + "_session_start.py" for agent in AGENT_NAMES}
+
+
+def entry_script_name(agent: str) -> str:
+    return PLUGIN_ONLY_SCRIPTS.get(agent) or install.ENTRY_SCRIPTS[agent]
+
+
+def probe_payload(agent: str, cwd: str) -> dict:
+    """The prompt event as ``agent`` sends it to its hook."""
+    if agent == "copilot":  # camelCase, no event name
+        return {"timestamp": 0, "cwd": cwd, "prompt": PROBE_QUERY}
+    return {
+        "hook_event_name": "BeforeAgent" if agent == "gemini" else "UserPromptSubmit",
+        "prompt": PROBE_QUERY,
+        "cwd": cwd,
+        "session_id": "powercontext-doctor",
+        "turn_id": "powercontext-doctor",
+    }
 
 
 class Registration:
@@ -265,6 +295,61 @@ def judge(agent: str, found: Registration) -> None:
         found.why = "it is not the command install.py writes"
 
 
+# What a repository's settings may set for the hook that sends the prompts elsewhere.
+REDIRECTING_VARIABLES = (
+    "POWERCONTEXT_URL",
+    "POWERCONTEXT_ALLOW_INSECURE_HTTP",
+    "POWERCONTEXT_API_TOKEN",
+    "POWERCONTEXT_SCOPE_ID",
+)
+
+
+def other_event_handlers(path: str, project_root: str) -> list[Registration]:
+    """Handlers of any other event (SessionStart, ...) in a repository's file that name
+    PowerContext: the installer writes none there, so none is PowerContext's own."""
+    try:
+        data, _ = install.load(path, project_root)
+    except install.InstallError:
+        return []
+    found = []
+    hooks = data.get("hooks")
+    for event, groups in sorted(hooks.items()) if isinstance(hooks, dict) else []:
+        if event == install.EVENT or not isinstance(groups, list):
+            continue
+        for grp in groups:
+            for entry in grp.get("hooks") or [] if isinstance(grp, dict) else []:
+                if install.names_powercontext(entry):
+                    registration = Registration(path, "project", str(entry.get("command")))
+                    registration.why = f"a {shown(str(event))} handler the repository chose"
+                    found.append(registration)
+    return found
+
+
+def project_overrides(agent: str, project_dir: str) -> list[str]:
+    """Problem lines for a repository's Claude Code settings whose ``env`` sets the hook's
+    variables: Claude Code passes them to the hook, so a clone could send every prompt
+    (and the token) to a server of its choosing."""
+    if agent != "claude":
+        return []
+    root = install.find_project_root(project_dir)
+    lines = []
+    for path in project_files(agent, root):
+        try:
+            data, _ = install.load(path, root)
+        except install.InstallError:
+            continue
+        env = data.get("env")
+        named = sorted(n for n in REDIRECTING_VARIABLES if isinstance(env, dict) and n in env)
+        if named:
+            values = ", ".join(f"{n}={shown(str(env[n]))}" for n in named)
+            lines.append(
+                f"the repository's {shown(path)} sets {values} for Claude Code, which passes"
+                " it to the hook: the repository chooses where your prompts go. Remove"
+                " those keys unless you put them there yourself."
+            )
+    return lines
+
+
 def registrations(agent: str, home: str, project_dir: str) -> list[Registration]:
     found = []
     for path in plugin_hook_files(agent, home):
@@ -274,8 +359,9 @@ def registrations(agent: str, home: str, project_dir: str) -> list[Registration]
     root = install.find_project_root(project_dir)
     for path in project_files(agent, root):
         found.extend(read_settings(path, "project", root))
+        found.extend(other_event_handlers(path, root))
     for registration in found:
-        if registration.command is not None:
+        if registration.command is not None and not registration.why:
             judge(agent, registration)
     return found
 
@@ -338,14 +424,12 @@ def hook_environment(config) -> dict:
 def run_own_hook(agent: str, config, cwd: str, report: Report) -> None:
     """Run this checkout's entry script (the file next to the doctor) the way the installed
     command runs it, on a probe prompt, with an environment built here."""
-    argv = [install.default_python(), "-S", install.entry_script(agent)]
-    payload = {
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": PROBE_QUERY,
-        "cwd": cwd,
-        "session_id": "powercontext-doctor",
-        "turn_id": "powercontext-doctor",
-    }
+    argv = [
+        install.default_python(),
+        "-S",
+        os.path.join(install.HOOKS_DIR, entry_script_name(agent)),
+    ]
+    payload = probe_payload(agent, cwd)
     started = time.monotonic()
     try:
         done = subprocess.run(
@@ -412,7 +496,7 @@ def copy_differences(script_dir: str, agent: str) -> list[str]:
     """The hook files in ``script_dir`` (the copy the agent runs) that differ from this
     checkout's ``hooks/``: the doctor checks this checkout, so it must be what runs."""
     differing = []
-    for name in ("powercontext_hook.py", install.ENTRY_SCRIPTS[agent], SESSION_SCRIPTS[agent]):
+    for name in ("powercontext_hook.py", entry_script_name(agent), SESSION_SCRIPTS[agent]):
         try:
             with open(os.path.join(script_dir, name), "rb") as theirs:
                 copy = theirs.read()
@@ -503,6 +587,9 @@ def check_claude(args, config, scope_id: str, report: Report) -> None:
     if not isinstance(server, dict) or not isinstance(server.get("url"), str):
         report.problem(f"the plugin at {shown(root)} declares no PowerContext MCP server")
         return
+    if not args.server_up:
+        report.problem("Claude Code's MCP tools cannot work while the server is down (above)")
+        return
     environ = dict(os.environ)
     url = mcp_probe.expand(server["url"], environ)
     headers = {
@@ -560,13 +647,55 @@ def codex_hook_is_ours(entry: dict) -> bool:
     return found.trusted
 
 
+def codex_config_file() -> str:
+    base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    return os.path.join(base, "config.toml")
+
+
+def check_codex_config(args, config, scope_id: str, report: Report) -> None:
+    """Without ``codex`` to ask (installed under an npm prefix, behind an alias or npx):
+    what Codex's own config.toml says. Trust cannot be confirmed from it (Codex records a
+    hash of the hook it computes itself), so this is a problem line, never "All good"."""
+    path = codex_config_file()
+    report.problem(
+        "codex is not on PATH, so the doctor could not confirm that Codex trusts and runs the"
+        ' hooks. Fix: run the doctor with codex on PATH (e.g. PATH="$(npm prefix -g)/bin:$PATH")'
+    )
+    try:
+        import tomllib  # Python 3.11+  # novermin
+    except ImportError:
+        report.info(f"this Python cannot read {path} (tomllib is Python 3.11+)")
+        return
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError:
+        report.info(f"no Codex config at {path}")
+        return
+    except ValueError as exc:
+        report.problem(f"{path} is not valid TOML ({exc}); Codex will not start with it")
+        return
+    state = (data.get("hooks") or {}).get("state") if isinstance(data.get("hooks"), dict) else None
+    ours = [key for key in (state or {}) if "powercontext" in str(key).lower()]
+    if ours:
+        report.info(f"{path} records trust for {len(ours)} PowerContext hook(s) (hooks.state)")
+    else:
+        report.problem(f"{path} records no trust for a PowerContext hook (hooks.state)")
+    server = (data.get("mcp_servers") or {}).get("powercontext")
+    if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+        report.problem(
+            f"Codex has no PowerContext MCP server, so no tools. Fix: {codex_mcp_command(config)}"
+        )
+    elif args.server_up:
+        variable = server.get("bearer_token_env_var")
+        headers = mcp_probe.bearer_headers(os.environ, variable)
+        report_mcp("codex", server["url"], headers, scope_id, codex_mcp_command(config), report)
+
+
 def check_codex(args, config, scope_id: str, report: Report) -> None:
     codex = codex_app.find_codex(install.absolute_path_entries())
     if codex is None:
-        report.info(
-            "codex is not on PATH: the doctor cannot ask Codex whether it trusts the hook"
-            " and reaches the MCP tools"
-        )
+        check_codex_config(args, config, scope_id, report)
         return
     try:
         entries, effective = codex_view(codex, args.cwd)
@@ -628,6 +757,10 @@ def check_codex(args, config, scope_id: str, report: Report) -> None:
     if server.get("enabled") is False:
         report.info("Codex's PowerContext MCP server is switched off (enabled = false)")
         return
+    if not args.server_up:
+        # A remove-and-add of the same address would change nothing.
+        report.problem("Codex's MCP tools cannot work while the server is down (above)")
+        return
     fix = "codex mcp remove powercontext && " + codex_mcp_command(config)
     if server["url"] != wanted:
         report.problem(
@@ -652,10 +785,123 @@ def check_codex(args, config, scope_id: str, report: Report) -> None:
     report_mcp("codex", wanted, headers, scope_id, fix, report)
 
 
+# ------------------------------------------- Gemini CLI, Copilot CLI and OpenCode
+
+
+def plugin_copy(agent: str, home: str) -> tuple[str, str] | None:
+    """(the PowerContext plugin directory ``agent`` runs, where it was found), or None.
+
+    Gemini CLI copies an installed extension to ``~/.gemini/extensions/<name>/``; Copilot
+    CLI a plugin to ``~/.copilot/installed-plugins/<source>/<name>/``; OpenCode loads the
+    ``file://`` entries of its config's ``plugin`` list in place."""
+    if agent == "gemini":
+        root = os.path.join(home, ".gemini", "extensions", "powercontext")
+        manifest = read_json(os.path.join(root, "gemini-extension.json"))
+        if isinstance(manifest, dict) and manifest.get("name") == "powercontext":
+            return root, "Gemini CLI's copy of the extension"
+        return None
+    if agent == "copilot":
+        base = os.environ.get("COPILOT_HOME") or os.path.join(home, ".copilot")
+        for path in sorted(glob.glob(os.path.join(base, "installed-plugins", "*", "*"))):
+            manifest = read_json(os.path.join(path, "plugin.json"))
+            if isinstance(manifest, dict) and manifest.get("name") == "powercontext":
+                return path, "Copilot CLI's copy of the plugin"
+        return None
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    config = read_json(os.path.join(config_home, "opencode", "opencode.json"))
+    for entry in config.get("plugin") or [] if isinstance(config, dict) else []:
+        spec = entry if isinstance(entry, str) else None
+        if spec and spec.startswith("file://"):
+            root = spec[len("file://") :]
+            manifest = read_json(os.path.join(root, "package.json"))
+            if isinstance(manifest, dict) and manifest.get("name") == "powercontext-opencode":
+                return root, "the plugin entry of OpenCode's opencode.json"
+    return None
+
+
+INSTALL_LINES = {
+    "gemini": "gemini extensions install {repo}/plugins/gemini --consent",
+    "copilot": "copilot plugin install {repo}/plugins/copilot",
+    "opencode": "opencode plugin file://{repo}/plugins/opencode --global",
+}
+UPDATE_LINES = {
+    "gemini": "gemini extensions uninstall powercontext && " + INSTALL_LINES["gemini"],
+    "copilot": "copilot plugin uninstall powercontext && " + INSTALL_LINES["copilot"],
+    "opencode": INSTALL_LINES["opencode"] + " --force",
+}
+
+
+def copilot_mcp_command(config) -> str:
+    parts = ["copilot", "mcp", "add", "--transport", "http", "powercontext", config.url + "/mcp"]
+    line = " ".join(shlex.quote(part) for part in parts)
+    if config.token:
+        line += " --header 'Authorization: Bearer ${POWERCONTEXT_API_TOKEN}'"
+    return line
+
+
+def plugin_mcp_entry(agent: str, root: str, home: str, config) -> tuple[str, dict] | None:
+    """(URL, headers) of the PowerContext MCP server as ``agent`` will call it, or None."""
+    environ = dict(os.environ)
+    if agent == "opencode":  # the plugin's config hook builds it from the environment
+        return config.url + "/mcp", mcp_probe.bearer_headers(environ, "POWERCONTEXT_API_TOKEN")
+    if agent == "gemini":
+        manifest = read_json(os.path.join(root, "gemini-extension.json"))
+        servers = manifest.get("mcpServers") if isinstance(manifest, dict) else None
+        key = "httpUrl"
+    else:
+        base = os.environ.get("COPILOT_HOME") or os.path.join(home, ".copilot")
+        listing = read_json(os.path.join(base, "mcp-config.json"))
+        servers = listing.get("mcpServers") if isinstance(listing, dict) else None
+        key = "url"
+    server = servers.get("powercontext") if isinstance(servers, dict) else None
+    if not isinstance(server, dict) or not isinstance(server.get(key), str):
+        return None
+    headers = {
+        str(name): mcp_probe.expand(str(value), environ)
+        for name, value in (server.get("headers") or {}).items()
+    }
+    return mcp_probe.expand(server[key], environ), headers
+
+
+def check_plugin_agent(args, config, scope_id: str, report: Report) -> None:
+    agent = args.agent
+    name = AGENT_NAMES[agent]
+    install_line = INSTALL_LINES[agent].format(repo=shlex.quote(install.REPO_DIR))
+    found = plugin_copy(agent, args.home)
+    if found is None:
+        report.problem(f"the PowerContext plugin is not installed in {name}. Fix: {install_line}")
+        return
+    root, why = found
+    report_copy(
+        agent,
+        os.path.join(root, "scripts"),
+        why,
+        UPDATE_LINES[agent].format(repo=shlex.quote(install.REPO_DIR)),
+        report,
+    )
+    if not args.server_up:
+        report.problem(
+            f"{name}'s MCP tools cannot work while the server is down (above): start it first"
+        )
+        return
+    entry = plugin_mcp_entry(agent, root, args.home, config)
+    fix = (
+        copilot_mcp_command(config)
+        if agent == "copilot"
+        else f"start {name} with POWERCONTEXT_URL (the server's address, now {config.url}) and,"
+        " if the server has a token, POWERCONTEXT_API_TOKEN set"
+    )
+    if entry is None:
+        report.problem(f"{name} has no PowerContext MCP server, so no tools. Fix: {fix}")
+        return
+    url, headers = entry
+    report_mcp(agent, url, headers, scope_id, fix, report)
+
+
 def run(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(description="Check the PowerContext hook end to end.")
-    parser.add_argument("--agent", choices=sorted(install.ENTRY_SCRIPTS), default="codex")
+    parser.add_argument("--agent", choices=sorted(AGENT_NAMES), default="codex")
     parser.add_argument("--cwd", default=os.getcwd(), help="the project directory to check")
     parser.add_argument("--home", default=os.path.expanduser("~"), help=argparse.SUPPRESS)
     parser.add_argument(
@@ -693,10 +939,19 @@ def run(argv: list[str] | None = None, out=None) -> int:
         report.problem("POWERCONTEXT_SCOPE_ID is longer than 256 characters; the server refuses it")
 
     print("Server", file=out)
+    before = report.problems
     if not config.error:
         check_server(config, scope_id, report)
+    args.server_up = not config.error and report.problems == before
 
     print(f"Installation ({args.agent})", file=out)
+    if args.agent in PLUGIN_ONLY_SCRIPTS:
+        if not args.no_hook_run and not config.error:
+            run_own_hook(args.agent, config, args.cwd, report)
+        if not args.no_agent and not config.error:
+            print(f"What {AGENT_NAMES[args.agent]} will do", file=out)
+            check_plugin_agent(args, config, scope_id, report)
+        return finish(report, out)
     found = registrations(args.agent, args.home, args.cwd)
     for registration in found:
         report_registration(args.agent, registration, args.cwd, report)
@@ -705,8 +960,13 @@ def run(argv: list[str] | None = None, out=None) -> int:
             "no PowerContext hook registered for {}: install the plugin (plugins/README.md)"
             " or run: {}".format(args.agent, install_command(args.agent, "user", args.cwd))
         )
-    elif args.agent == "codex":
-        report.info("Codex runs the hook only once trusted: check it in /hooks after every change.")
+    elif args.agent == "codex" and not args.trust_codex_hook:
+        report.info(
+            "Codex runs the two PowerContext hooks only once trusted: check them in /hooks"
+            " after every change."
+        )
+    for text in project_overrides(args.agent, args.cwd):
+        report.problem(text)
     if not args.no_hook_run and not config.error:
         run_own_hook(args.agent, config, args.cwd, report)
 
@@ -715,6 +975,10 @@ def run(argv: list[str] | None = None, out=None) -> int:
         checks = {"codex": check_codex, "claude": check_claude}
         checks[args.agent](args, config, scope_id, report)
 
+    return finish(report, out)
+
+
+def finish(report: Report, out) -> int:
     print(
         "All good." if not report.problems else f"{report.problems} thing(s) to fix.",
         file=out,

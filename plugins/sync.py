@@ -17,6 +17,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COPIES = {
     "codex": ("powercontext_hook.py", "codex_user_prompt_submit.py", "codex_session_start.py"),
     "claude": ("powercontext_hook.py", "claude_user_prompt_submit.py", "claude_session_start.py"),
+    "gemini": ("powercontext_hook.py", "gemini_before_agent.py", "gemini_session_start.py"),
+    "copilot": (
+        "powercontext_hook.py",
+        "copilot_user_prompt_submitted.py",
+        "copilot_session_start.py",
+    ),
+    "opencode": (
+        "powercontext_hook.py",
+        "opencode_user_prompt_submit.py",
+        "opencode_session_start.py",
+    ),
 }
 
 

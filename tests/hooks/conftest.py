@@ -295,6 +295,9 @@ def hook_env(home: Path, **env: str | None) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "LANG": "C",  # the hook must not depend on a UTF-8 locale
+        # The SessionStart hook's per-session markers (Codex's compaction): one test's
+        # session must not be another's.
+        "TMPDIR": str(home),
     }
     for name, value in env.items():
         if value is not None:

@@ -4,7 +4,12 @@ answers like the real APIs, streamed as the CLIs ask.
 - Anthropic Messages (``POST /v1/messages``, Claude Code): server-sent events
   ``message_start`` ... ``message_stop`` (or one JSON message when not streamed);
 - OpenAI Responses (``POST /v1/responses``, Codex): server-sent events
-  ``response.created``, ``response.output_item.done`` per item, ``response.completed``.
+  ``response.created``, ``response.output_item.done`` per item, ``response.completed``;
+- OpenAI Chat Completions (``POST .../chat/completions``, Copilot CLI's and OpenCode's
+  OpenAI-compatible providers): ``chat.completion.chunk`` events, or one JSON answer;
+- Gemini (``POST .../models/<model>:streamGenerateContent?alt=sse`` and
+  ``:generateContent``, Gemini CLI): one ``GenerateContentResponse`` per event, or one
+  JSON answer; ``:countTokens`` gets a count.
 
 What to answer is a small script, ``turns``: the tool calls to make one after the other
 (each once its predecessor's result is in the conversation), then a final text. A tool
@@ -21,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FINAL_TEXT = "Done: remembered and found it."
+ROUTER_ANSWER = {"complexity_reasoning": "a short task", "complexity_score": 10}
 
 
 @dataclass
@@ -82,6 +88,16 @@ class FakeModel:
                     self._anthropic(body)
                 elif path.endswith("/responses"):
                     self._responses(body)
+                elif path.endswith("/chat/completions"):
+                    self._chat(body)
+                elif path.endswith(":countTokens"):
+                    self._send(200, "application/json", b'{"totalTokens": 100}')
+                elif path.endswith(":streamGenerateContent") or path.endswith(":generateContent"):
+                    answer = json.dumps(model.gemini_answer(body)).encode()
+                    if path.endswith(":streamGenerateContent"):
+                        self._send(200, "text/event-stream", b"data: " + answer + b"\r\n\r\n")
+                    else:
+                        self._send(200, "application/json", answer)
                 else:
                     self._send(404, "application/json", b"{}")
 
@@ -112,6 +128,14 @@ class FakeModel:
             def _responses(self, body: dict) -> None:
                 item = model.responses_item(body)
                 self._send(200, "text/event-stream", sse(responses_events(item)))
+
+            def _chat(self, body: dict) -> None:
+                message = model.chat_message(body)
+                if body.get("stream"):
+                    self._send(200, "text/event-stream", chat_events(message, body))
+                else:
+                    answer = chat_completion(message, body)
+                    self._send(200, "application/json", json.dumps(answer).encode())
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -203,11 +227,143 @@ class FakeModel:
             item["namespace"] = namespace
         return item
 
+    def chat_message(self, body: dict) -> dict:
+        """The assistant message for an OpenAI Chat Completions request."""
+        tools = [
+            (t.get("function") or {}).get("name", "")
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+        ]
+        if not tools:
+            return {"role": "assistant", "content": "PowerContext test"}
+        offered = {bare_name(name): name for name in tools}
+        done = set()
+        for message in body.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "tool":
+                done.add(message.get("tool_call_id"))
+                self._result(message.get("content"))
+        step = self.next_step(offered, done, None)
+        if step is None:
+            return {"role": "assistant", "content": FINAL_TEXT}
+        name, arguments, call_id = step
+        with self.lock:
+            self.calls.append((name, arguments))
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+            ],
+        }
+
+    def gemini_answer(self, body: dict) -> dict:
+        """A ``GenerateContentResponse`` for a Gemini request. Gemini sends back no call
+        id, so a step is done once a ``functionResponse`` of its tool is in the contents."""
+        declared = [
+            d.get("name", "")
+            for tool in body.get("tools") or []
+            if isinstance(tool, dict)
+            for d in tool.get("functionDeclarations") or []
+            if isinstance(d, dict)
+        ]
+        if not declared:
+            part: dict = {"text": "PowerContext test"}
+            if (body.get("generationConfig") or {}).get("responseMimeType") == "application/json":
+                # What Gemini CLI's model router asks for (it falls back to its default
+                # model on anything else, with a stack trace on stderr).
+                part = {"text": json.dumps(ROUTER_ANSWER)}
+        else:
+            offered = {bare_name(name): name for name in declared}
+            done = set()
+            answered = []
+            for content in body.get("contents") or []:
+                for item in content.get("parts") or [] if isinstance(content, dict) else []:
+                    if isinstance(item, dict) and "functionResponse" in item:
+                        response = item["functionResponse"]
+                        answered.append(bare_name(str(response.get("name", ""))))
+                        self._result(response.get("response"))
+            for index, step in enumerate(self.steps):
+                if step.name in answered:
+                    answered.remove(step.name)
+                    done.add(f"call_{index}_{step.name}")
+            step = self.next_step(offered, done, None)
+            if step is None:
+                part = {"text": FINAL_TEXT}
+            else:
+                name, arguments, _ = step
+                with self.lock:
+                    self.calls.append((name, arguments))
+                part = {"functionCall": {"name": name, "args": arguments}}
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 10,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 15,
+            },
+            "modelVersion": "gemini-2.5-pro",
+        }
+
     def _result(self, content: Any) -> None:
         text = content if isinstance(content, str) else json.dumps(content)
         with self.lock:
             if text not in self.results:
                 self.results.append(text)
+
+
+def bare_name(name: str) -> str:
+    """A tool's name without the prefix an agent gives MCP tools (``mcp__server__``,
+    ``mcp_server_``, ``server-``): what follows the server's name."""
+    for marker in ("powercontext__", "powercontext_", "powercontext-"):
+        if marker in name:
+            return name.rpartition(marker)[2]
+    return name
+
+
+def chat_completion(message: dict, body: dict) -> dict:
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def chat_events(message: dict, body: dict) -> bytes:
+    """The streamed form: the whole message in one delta, then the finish and usage."""
+    delta = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        delta["content"] = None
+        delta["tool_calls"] = [dict(call, index=i) for i, call in enumerate(message["tool_calls"])]
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+
+    def chunk(choice: dict, usage: dict | None = None) -> bytes:
+        data = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": body.get("model", "fake"),
+            "choices": [choice],
+        }
+        if usage is not None:
+            data["usage"] = usage
+        return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    return (
+        chunk({"index": 0, "delta": delta, "finish_reason": None})
+        + chunk({"index": 0, "delta": {}, "finish_reason": finish}, usage)
+        + b"data: [DONE]\n\n"
+    )
 
 
 def sse(events: list[tuple[str, dict]]) -> bytes:

@@ -15,7 +15,8 @@ remember, and it checks that
 - the model's tool calls (``remember_memory``, then ``search_memory``) work: the memory
   is written and found, and the search result went back to the model.
 
-Slow (a few seconds per turn); skipped, with the reason, only where node or npm is missing.
+Slow (a few seconds per turn); skipped, with the reason, only where node or npm is missing,
+and failed there under CI (``CI=true``).
 """
 
 import json
@@ -29,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import LIVE_TOKEN, REPO_ROOT, mark_for_session_start
-from .fake_model import FakeModel, ToolStep
+from .fake_model import FakeModel, ToolStep, bare_name
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +48,8 @@ CLAUDE_TOOLS = "mcp__plugin_powercontext_powercontext__"
 def clis():
     """The directory holding the pinned ``claude`` and ``codex`` (installed if missing)."""
     if not shutil.which("node") or not shutil.which("npm"):
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI must have node and npm: the real-agent tests need them")
         pytest.skip("node and npm are needed to install Claude Code and Codex from npm")
     done = subprocess.run(
         [str(REPO_ROOT / "scripts" / "install_agent_clis")],
@@ -130,6 +133,10 @@ def agent_env(tmp_path: Path, clis: Path, server: str, token: str | None, **extr
         "DISABLE_TELEMETRY": "1",
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # The hook's largest budget: on a loaded machine (CI runs the suite on 2 cores) a
+        # 1.5 s budget can run out before the server answers, and the test is about the
+        # pack reaching the model, not about the budget (tests/hooks/test_recall.py).
+        "POWERCONTEXT_HOOK_TIMEOUT_MS": "4000",
         **extra,
     }
     if token:
@@ -155,6 +162,8 @@ def install_as_readme_says(agent: str, clone: Path, project: Path, env: dict, to
             continue
         if token and line.startswith("codex mcp add"):
             line += " --bearer-token-env-var POWERCONTEXT_API_TOKEN"  # as the README says
+        if token and line.startswith("copilot mcp add"):
+            line += " --header 'Authorization: Bearer ${POWERCONTEXT_API_TOKEN}'"  # likewise
         run(line, env=env, cwd=clone)
     for line in readme_step(2):
         if f"--agent {agent}" not in line:
@@ -188,7 +197,7 @@ def expected_packs(server: str, scope: str, token) -> tuple[str, str]:
 
 
 def check_tool_calls(model: FakeModel, server: str, scope: str, token, remember_text: str):
-    names = [name.rpartition("__")[2] for name, _ in model.calls]
+    names = [bare_name(name) for name, _ in model.calls]
     assert [n for n in names if n != "WaitForMcpServers"] == ["remember_memory", "search_memory"]
     listed = api(server, "/v1/memory/entries/list", {"scope_id": scope}, token)
     assert remember_text in [entry["text"] for entry in listed["entries"]]

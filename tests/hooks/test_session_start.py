@@ -110,3 +110,46 @@ def test_a_prompt_event_sent_to_the_session_script_is_skipped(agent, tmp_path, f
     done, _ = run(agent, server.url, tmp_path, payload)
     assert diagnostic(done)["outcome"] == "skipped"
     assert server.requests == []
+
+
+def test_codex_resume_then_compaction_gives_one_pack(tmp_path, fake_server):
+    """Codex fires SessionStart on resume and again on the auto-compaction right after
+    it, and its next request carries both outputs: the second, identical one is left out
+    until a prompt has gone by. Claude Code's compaction drops the earlier pack, so there
+    it is given again."""
+    content = "PowerContext prepared untrusted historical context.\nx"
+    server = fake_server(
+        {
+            "/v1/context/session": Reply(200, prepared(content)),
+            "/v1/context/prepare": Reply(200, prepared(None)),
+            "/v1/sources/content": Reply(202, {}),
+        }
+    )
+    resumed, _ = run("codex", server.url, tmp_path, session_payload("codex", "/", "resume"))
+    assert json.loads(resumed.stdout)["hookSpecificOutput"]["additionalContext"] == content
+    compacted, _ = run("codex", server.url, tmp_path, session_payload("codex", "/", "compact"))
+    assert compacted.stdout == b""
+    assert diagnostic(compacted)["outcome"] == "skipped"
+    # A prompt goes by: the next compaction's pack is needed again.
+    prompt = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": session_payload("codex", "/")["session_id"],
+        "turn_id": "t1",
+        "cwd": "/",
+        "prompt": "hello",
+    }
+    home = tmp_path / "home"
+    subprocess.run(
+        [sys.executable, "-S", str(HOOKS_DIR / "codex_user_prompt_submit.py")],
+        input=json.dumps(prompt).encode(),
+        capture_output=True,
+        env=hook_env(home, POWERCONTEXT_URL=server.url, POWERCONTEXT_SCOPE_ID=SCOPE),
+        timeout=15,
+        check=True,
+    )
+    again, _ = run("codex", server.url, tmp_path, session_payload("codex", "/", "compact"))
+    assert json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"] == content
+    # Claude Code: the pack again after its compaction.
+    for source in ("resume", "compact"):
+        done, _ = run("claude", server.url, tmp_path, session_payload("claude", "/", source))
+        assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] == content

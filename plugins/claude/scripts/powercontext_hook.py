@@ -66,6 +66,17 @@ USER_AGENT = "powercontext-hook/1"
 AGENTS = {
     "codex": "powercontext.codex.recall",
     "claude": "powercontext.claude.recall",
+    "gemini": "powercontext.gemini.recall",
+    "copilot": "powercontext.copilot.recall",
+    "opencode": "powercontext.opencode.recall",
+}
+# What each host calls the two events in its hook input (``hook_event_name``), keyed by
+# the event the entry script handles. Gemini CLI's prompt event is ``BeforeAgent``;
+# Copilot CLI sends no event name at all (its input is ``{timestamp, cwd, prompt}`` or
+# ``{timestamp, cwd, source}``), so the entry script alone says which event it is.
+HOST_EVENTS = {
+    "gemini": {PROMPT_EVENT: "BeforeAgent", SESSION_EVENT: "SessionStart"},
+    "copilot": {PROMPT_EVENT: None, SESSION_EVENT: None},
 }
 
 SKIPPED = "skipped"
@@ -698,26 +709,27 @@ def session(config: Config, scope_id: str, deadline: float) -> RecallResult:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def strip_private(prompt: str) -> str:
+def strip_private(prompt: str, tag: str = "private") -> str:
     """``prompt`` without its ``<private>...</private>`` spans (any case, across lines;
     an unclosed one runs to the end), as the server strips them
     (``powercontext.redaction.strip_private``). Plain string search: cheaper to import
     and to run than a regular expression for a tag that is almost never there."""
+    opening, closing = "<" + tag + ">", "</" + tag + ">"
     # ASCII-only lower-casing keeps every offset (str.lower may lengthen a character).
     lowered = prompt.translate(_ASCII_LOWER)
-    start = lowered.find("<private>")
+    start = lowered.find(opening)
     if start == -1:
         return prompt
     kept = []
     position = 0
     while start != -1:
         kept.append(prompt[position:start])
-        end = lowered.find("</private>", start + len("<private>"))
+        end = lowered.find(closing, start + len(opening))
         if end == -1:
             position = len(prompt)
             break
-        position = end + len("</private>")
-        start = lowered.find("<private>", position)
+        position = end + len(closing)
+        start = lowered.find(opening, position)
     kept.append(prompt[position:])
     return "".join(kept)
 
@@ -800,13 +812,96 @@ def diagnostic(agent: str, result: RecallResult, event: str = PROMPT_EVENT) -> s
     return json.dumps(line, separators=(",", ":"))
 
 
-def hook_output(content: str, event: str = PROMPT_EVENT) -> str:
+def is_event(agent: str, event: str, hook_input: Mapping[str, Any]) -> bool:
+    """Whether ``hook_input`` is the host's ``event`` (see ``HOST_EVENTS``)."""
+    name = HOST_EVENTS.get(agent, {}).get(event, event)
+    if name is None:  # Copilot names no event; a Claude-style payload must still match
+        sent = hook_input.get("hook_event_name")
+        return sent is None or sent == event
+    return hook_input.get("hook_event_name") == name
+
+
+def hook_output(content: str, event: str = PROMPT_EVENT, agent: str = "claude") -> str:
     # ASCII escapes keep the bytes on stdout independent of any locale; a JSON reader
     # gets the content back unchanged.
+    if agent == "copilot":  # Copilot reads ``additionalContext`` at the top level
+        return json.dumps({"additionalContext": content}, separators=(",", ":"))
+    name = HOST_EVENTS.get(agent, {}).get(event) or event
     return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": event, "additionalContext": content}},
+        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": content}},
         separators=(",", ":"),
     )
+
+
+def _pack_marker(hook_input: Mapping[str, Any]) -> str | None:
+    """The file that remembers the last session pack given to this session, or None when
+    the host sends no session id or the directory is not this user's own. In a per-user
+    directory of the temporary directory: it only has to outlive the gap between two
+    hook runs of one session."""
+    session_id = hook_input.get("session_id")
+    getuid = getattr(os, "getuid", None)
+    if not isinstance(session_id, str) or not session_id or getuid is None:
+        return None
+    # Not ``tempfile.gettempdir()``: importing tempfile costs milliseconds per prompt.
+    temp = os.environ.get("TMPDIR") or "/tmp"  # noqa: S108 (owner and mode checked below)
+    directory = os.path.join(temp, f"powercontext-hook-{getuid()}")
+    try:
+        os.mkdir(directory, 0o700)
+    except OSError:
+        pass
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return None
+    # Another user's directory (made first, to plant markers) or a link: not used.
+    if info.st_uid != getuid() or (info.st_mode & 0o777) != 0o700 or os.path.islink(directory):
+        return None
+    name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return os.path.join(directory, "session-" + name)
+
+
+def first_session_pack(agent: str, hook_input: Mapping[str, Any], content: str) -> bool:
+    """False for a Codex compaction's SessionStart when this session was already given
+    exactly ``content`` and no prompt came since (Codex keeps that pack in the next
+    request); records what was given otherwise. Only there: after Claude Code's
+    compaction or any ``/clear`` the earlier pack is gone from the context. Any trouble
+    with the marker file means True: a second pack costs bytes, a missing one recall."""
+    if agent != "codex":
+        return True
+    marker = _pack_marker(hook_input)
+    if marker is None:
+        return True
+    if hook_input.get("source") != "compact":
+        _record(marker, content)
+        return True
+    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        with open(marker, encoding="ascii") as handle:
+            if handle.read(64) == digest:
+                return False
+    except (OSError, ValueError):
+        pass
+    _record(marker, content)
+    return True
+
+
+def _record(marker: str, content: str) -> None:
+    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        with open(marker, "w", encoding="ascii") as handle:
+            handle.write(digest)
+    except OSError:
+        pass
+
+
+def forget_session_pack(hook_input: Mapping[str, Any]) -> None:
+    """A prompt went by: the next SessionStart (a compaction) gives the pack again."""
+    marker = _pack_marker(hook_input)
+    if marker is not None:
+        try:
+            os.unlink(marker)
+        except OSError:
+            pass
 
 
 def _write(fd: int, text: str) -> None:
@@ -846,15 +941,23 @@ def run_hook(
         hook_input = json.loads(raw.decode("utf-8"))
     except ValueError:
         hook_input = None
-    if not isinstance(hook_input, dict) or hook_input.get("hook_event_name") != event:
+    if not isinstance(hook_input, dict) or not is_event(agent, event, hook_input):
         return None, diagnostic(agent, RecallResult(SKIPPED), event)
     if event == SESSION_EVENT:
         return run_session(agent, hook_input, environ, started)
     prompt = hook_input.get("prompt")
     if not isinstance(prompt, str):
         return None, diagnostic(agent, RecallResult(SKIPPED))
+    if agent == "codex":
+        forget_session_pack(hook_input)
     # What the user marked private never leaves this process: not captured, not searched.
     prompt = strip_private(prompt)
+    if agent == "gemini":
+        # In ``gemini -p`` the prompt BeforeAgent sees starts with the SessionStart hooks'
+        # output, ``<hook_context>...</hook_context>``: the hooks' words, not the user's,
+        # so neither captured nor searched.
+        without = strip_private(prompt, "hook_context")
+        prompt = without.lstrip() if without != prompt else prompt
     if not prompt.strip():
         return None, diagnostic(agent, RecallResult(SKIPPED))
 
@@ -890,7 +993,7 @@ def run_hook(
     if capture_thread is not None:
         capture_thread.join(max(deadline - time.monotonic(), 0))
     if result.outcome == READY and result.content is not None:
-        return hook_output(result.content), _warned(agent, result)
+        return hook_output(result.content, PROMPT_EVENT, agent), _warned(agent, result)
     return None, diagnostic(agent, result)
 
 
@@ -920,7 +1023,15 @@ def run_session(
     else:
         result = RecallResult(INVALID_RESPONSE)
     if result.outcome == READY and result.content is not None:
-        return hook_output(result.content, SESSION_EVENT), _warned(agent, result, SESSION_EVENT)
+        if not first_session_pack(agent, hook_input, result.content):
+            # The same pack is already in this session, with no prompt since: Codex fires
+            # SessionStart on resume and again on the auto-compaction right after it, and
+            # its next request carries both.
+            return None, diagnostic(agent, RecallResult(SKIPPED), SESSION_EVENT)
+        return (
+            hook_output(result.content, SESSION_EVENT, agent),
+            _warned(agent, result, SESSION_EVENT),
+        )
     return None, diagnostic(agent, result, SESSION_EVENT)
 
 
