@@ -227,7 +227,7 @@ def _start_seekdb(command: BaseCommand, verbosity: int) -> seekdb_engine.Seekdb:
     settings.DATABASES["default"] = database_config(home, url=seekdb.url)
     # Django's handler keeps the configured dictionaries (defaults filled in) and one
     # connection per thread: both are made again from the new settings.
-    connections._settings = connections.configure_settings(None)
+    connections._settings = connections.configure_settings(None)  # type: ignore[attr-defined]
     connections.__dict__.pop("settings", None)
     with contextlib.suppress(AttributeError):
         del connections["default"]
