@@ -2,6 +2,7 @@
 what the other commands do on a database that is not migrated yet."""
 
 import logging
+from io import TextIOBase
 from typing import TextIO
 
 from django.core.management import call_command
@@ -14,7 +15,9 @@ from powercontext import maintenance
 logger = logging.getLogger("powercontext.startup")
 
 
-def prepare_database(*, verbosity: int, stdout: TextIO, stderr: TextIO) -> None:
+def prepare_database(
+    *, verbosity: int, stdout: TextIO | TextIOBase, stderr: TextIO | TextIOBase
+) -> None:
     """Apply pending migrations, then rebuild any missing full-text index."""
     call_command(
         "migrate",

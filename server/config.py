@@ -12,9 +12,11 @@ import secrets
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 import platformdirs
+from dj_database_url import DBConfig
 
 OCEANBASE_ENGINE = "powercontext.db.backends.oceanbase"
 # Django's SQLite backend on sqlean's SQLite, with sqlite-vec loaded (the vector channel).
@@ -34,15 +36,15 @@ SECRET_KEY_MIN_CHARS = 50
 
 
 @dj_database_url.register("sqlite", SQLITE_ENGINE)
-def _sqlite_options(parsed: dict) -> None:
+def _sqlite_options(parsed: DBConfig) -> None:
     # As dj-database-url's own sqlite scheme: no path is an in-memory database.
     if not parsed.get("NAME"):
         parsed["NAME"] = ":memory:"
 
 
 @dj_database_url.register("oceanbase", OCEANBASE_ENGINE)
-def _oceanbase_options(parsed: dict) -> None:
-    options = parsed.setdefault("OPTIONS", {})
+def _oceanbase_options(parsed: DBConfig) -> None:
+    options: dict[str, Any] = parsed.setdefault("OPTIONS", {})
     # utf8mb4 end to end: memories are arbitrary Unicode, emoji and NUL included.
     options.setdefault("charset", "utf8mb4")
 
@@ -186,12 +188,12 @@ def protect_sqlite_files(name: str, *, create: bool = False) -> None:
             pass
 
 
-def database_config(home: Path, url: str | None = None) -> dict:
+def database_config(home: Path, url: str | None = None) -> DBConfig:
     """The default database: ``url`` (``serve --engine seekdb`` gives its own), else
     POWERCONTEXT_DATABASE_URL, else SQLite in ``home``."""
     url = url or os.environ.get("POWERCONTEXT_DATABASE_URL")
     if url:
-        config = _parse_database_url(url)
+        config: DBConfig = _parse_database_url(url)
     else:
         config = {
             "ENGINE": SQLITE_ENGINE,
@@ -216,7 +218,7 @@ def database_config(home: Path, url: str | None = None) -> dict:
     return config
 
 
-def _parse_database_url(url: str) -> dict:
+def _parse_database_url(url: str) -> DBConfig:
     """``url`` as Django's database settings; a URL PowerContext cannot serve on stops the
     process with one line saying why (``SystemExit``: no traceback)."""
     from server.database_errors import DatabaseUrlRefused, check_scheme, masked

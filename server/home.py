@@ -10,10 +10,12 @@ in, and then only scope ids with counts.
 """
 
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -30,16 +32,16 @@ SCAN_LIMIT = 2000
 AGENT_NAMES = {"codex": "Codex", "claude": "Claude Code"}
 
 
-def recent_agents(now=None) -> dict:
+def recent_agents(now: datetime | None = None) -> dict[str, Any]:
     """Counts of the last hour's captured prompts: per agent kind, distinct sessions and
     projects, and (for staff only, by the caller) per scope. Counted by the database from
     the captures' indexed agent and session columns, never their payloads: at most
     ``SCAN_LIMIT`` index rows, whatever the prompts weigh."""
     since = (now or timezone.now()) - WINDOW
     groups = sources_recent_agents(name=CONTENT_SOURCE, since=since, limit=SCAN_LIMIT)
-    agents: Counter = Counter()
-    scopes: Counter = Counter()
-    sessions = set()
+    agents: Counter[str] = Counter()
+    scopes: Counter[str] = Counter()
+    sessions: set[str] = set()
     # Prompts sent with a session (by a hook): the sessions count only these.
     in_sessions = 0
     for group in groups:
@@ -63,7 +65,7 @@ def recent_agents(now=None) -> dict:
     }
 
 
-def home(request):
+def home(request: HttpRequest) -> HttpResponse:
     try:
         ready = readiness()
     except DatabaseError:

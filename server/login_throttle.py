@@ -18,12 +18,17 @@ Two defences:
 
 import logging
 import threading
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 from powercontext.api.errors import json_error
+from server.middleware import GetResponse
 
 HASHING_CONCURRENCY = 1
 _hashing = threading.BoundedSemaphore(HASHING_CONCURRENCY)
@@ -36,7 +41,13 @@ logger = logging.getLogger("powercontext.login")
 class BoundedModelBackend(ModelBackend):
     """Django's password check, at most ``HASHING_CONCURRENCY`` at a time, never queued."""
 
-    def authenticate(self, request, username=None, password=None, **kwargs):
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> User | None:
         if not _hashing.acquire(blocking=False):
             if request is not None:
                 setattr(request, _BUSY_ATTRIBUTE, True)
@@ -52,10 +63,10 @@ class LoginBusyMiddleware:
     """429 for a login the gate refused: the login form would otherwise answer "wrong
     password", which it was not."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         if getattr(request, _BUSY_ATTRIBUTE, False):
             logger.warning("login refused: another password check is in progress (429)")
@@ -66,7 +77,9 @@ class LoginBusyMiddleware:
         return response
 
 
-def lockout_response(request, original_response, credentials):
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponseBase | None, credentials: Any
+) -> HttpResponseBase:
     """``AXES_LOCKOUT_CALLABLE``: the API's error shape, without the username or address
     in the answer or the log."""
     logger.warning("login locked out after repeated failures (429)")

@@ -5,8 +5,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.urls import Resolver404, resolve
 
 from powercontext import metrics
@@ -17,6 +20,9 @@ REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 access_log = logging.getLogger("powercontext.access")
+
+# What a middleware wraps: the rest of the chain.
+GetResponse = Callable[[HttpRequest], HttpResponseBase]
 
 
 def request_id_for(incoming: str) -> str:
@@ -29,12 +35,12 @@ class RequestIdMiddleware:
     """Every response carries ``X-PowerContext-Request-ID``: the caller's own id when it
     sent a well-formed one (so logs line up across processes), else a new one."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         request_id = request_id_for(request.headers.get(REQUEST_ID_HEADER, ""))
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]
         response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request_id
         return response
@@ -45,15 +51,15 @@ class AccessLogMiddleware:
     values, the query string or a body (they can hold scopes, prompts and memories).
     The same four facts, and the error code of an error response, go to the metrics."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         started = time.perf_counter()
         response = self.get_response(request)
         elapsed = time.perf_counter() - started
         route = _route(request)
-        method = metrics.method_label(request.method)
+        method = metrics.method_label(request.method or "")
         access_log.info("%s %s %s %.1fms", method, route, response.status_code, elapsed * 1000)
         metrics.observe_request(
             operation=route,
@@ -65,7 +71,7 @@ class AccessLogMiddleware:
         return response
 
 
-def _route(request) -> str:
+def _route(request: HttpRequest) -> str:
     """The route pattern the request matched, e.g. ``/v1/memory/remember``.
 
     A response given before URL resolution (a 413 from ``BodySizeLimitMiddleware``) is
@@ -82,10 +88,10 @@ def _route(request) -> str:
 class BodySizeLimitMiddleware:
     """413 ``payload_too_large`` before a body over the limit is read at all."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -100,10 +106,10 @@ class HostOriginMiddleware:
     (``server.origin_policy``): DNS rebinding and foreign pages, on every route,
     the admin and the static files included."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         refused = origin_policy.refusal(
             request.META.get("HTTP_HOST"),
             request.META.get("HTTP_ORIGIN"),
@@ -118,10 +124,10 @@ class ContentSecurityPolicyMiddleware:
     """``Content-Security-Policy: settings.CONTENT_SECURITY_POLICY`` on every response
     that does not set its own (Django 5.2 has no CSP of its own)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
         return response

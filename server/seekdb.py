@@ -132,7 +132,7 @@ def create_database(url: str) -> None:
         options["unix_socket"] = socket[0]
     else:
         options.update(host=parts.hostname or "127.0.0.1", port=parts.port or 2881)
-    connection = MySQLdb.connect(**options)  # type: ignore[arg-type]
+    connection = MySQLdb.connect(**options)
     try:
         with connection.cursor() as cursor:
             cursor.execute(CREATE_DATABASE)

@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlencode
 
 PR_SET_PDEATHSIG = 1
@@ -42,7 +43,7 @@ def _die_with_parent() -> None:
         pass  # the ppid poll in main() still catches an orphaned holder
 
 
-def database_url(options: dict, database: str) -> str:
+def database_url(options: dict[str, Any], database: str) -> str:
     """The ``oceanbase://`` URL for pylibseekdb's ``connection_options()``."""
     user = quote(options.get("user") or "root", safe="")
     name = quote(database, safe="")

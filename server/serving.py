@@ -10,6 +10,18 @@ open while the workers finish, so new clients hang in the backlog and are then r
 ``Server.run`` below instead closes the listening socket first, keeps the loop running
 until in-flight requests have been answered (bounded by ``grace``), then stops.
 
+Waitress's public API is ``create_server``/``serve`` and its adjustments; none of the
+following has a public form, so each uses waitress internals (pinned: waitress==3.0.2 in
+requirements.txt; tests/server/test_serve.py covers each):
+
+- the drain above: the event loop (``wasyncore.loop``) run here rather than by
+  ``server.run()``, the listeners closed alone, ``task_dispatcher.shutdown``;
+- errors waitress answers itself in the API's JSON shape: ``HTTPChannel.error_task_class``
+  (an ``ErrorTask`` subclass), set through the listeners' ``channel_class``;
+- the request timeout (waitress has none): a sweep over the channels' partial requests,
+  answering 408 into the channel's output buffer under its locks;
+- a wake-up socket in the loop's map, so a signal or ``request_stop`` is seen at once.
+
 Limits, set deliberately rather than left at waitress's defaults (docs/RELIABILITY.md,
 "Slow clients and connection limits"): waitress holds at most ``connection_limit``
 connections and stops accepting beyond that, so a client that opens many connections and
@@ -29,6 +41,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
+from wsgiref.types import WSGIApplication
 
 from waitress import wasyncore
 from waitress.channel import HTTPChannel
@@ -149,6 +163,7 @@ class _JsonErrorTask(ErrorTask):
 
 class _Channel(HTTPChannel):
     error_task_class = _JsonErrorTask
+    request: Any  # waitress's HTTPRequestParser being received, or None
 
     def refuse_slow_request(self) -> None:
         """Answer 408 and close: the request took longer than allowed to arrive.
@@ -188,7 +203,7 @@ class _SlowRequestSweeper:
         self._started: dict[HTTPChannel, tuple[object, float]] = {}
         self._next_sweep = 0.0
 
-    def sweep(self, channel_map: dict) -> None:
+    def sweep(self, channel_map: dict[int, Any]) -> None:
         now = time.monotonic()
         if now < self._next_sweep:
             return
@@ -260,7 +275,7 @@ class Server:
 
     def __init__(
         self,
-        application: Callable,
+        application: WSGIApplication,
         *,
         host: str = DEFAULT_HOST,
         port: int = DEFAULT_PORT,
@@ -272,7 +287,7 @@ class Server:
     ) -> None:
         _quiet_waitress_logger()
         self.host = host.removeprefix("[").removesuffix("]")
-        self._map: dict = {}
+        self._map: dict[int, Any] = {}
         self.connection_limit = _ensure_file_descriptors(connection_limit)
         self._waitress = create_server(
             application,

@@ -3,6 +3,7 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -41,7 +42,7 @@ class HealthOutput(serializers.Serializer):
 class _PublicView(APIView):
     """Health needs no token: load balancers and supervisors probe it."""
 
-    authentication_classes: list = []
+    authentication_classes: list[type] = []
     permission_classes = [AllowAny]
     metadata_class = None  # as ApiView: GET alone
 
@@ -54,7 +55,7 @@ class HealthLiveView(_PublicView):
         description="Liveness for a supervisor: 200 as long as the process serves HTTP, "
         "whatever the database. No token. Restart the process if this fails.",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response({"status": "live", "checks": {}})
 
 
@@ -76,7 +77,7 @@ class HealthReadyView(_PublicView):
         "loaded, e.g. a file failing its digest: search answers lexically); else 503 "
         "`not_ready` with the failing check and why. No token.",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         report = readiness()
         return Response(report, status=503 if report["status"] == "not_ready" else 200)
 
@@ -107,7 +108,7 @@ class CapabilitiesView(ApiView):
         "e.g. a `search_modes` without `vector` means `POST /v1/memory/search` answers "
         "422 `capability_not_supported` for it. Errors: 401 without a valid token.",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return self.respond(capabilities())
 
 
@@ -120,7 +121,7 @@ class SourceContentInput(StrictSerializer):
     content = StrictCharField(min_length=1, max_length=200_000)
     metadata = serializers.DictField(required=False, allow_null=True)
 
-    def validate_metadata(self, value):
+    def validate_metadata(self, value: dict[str, object] | None) -> object:
         if value is None:
             return None
         # The raw object, not DictField's copy: values stay exactly as sent.
@@ -186,7 +187,7 @@ class SourceContentView(ApiView):
         "for a person's token; 409 `source_conflict` for a different payload under an id "
         "already used; 422 `invalid_request` for a bad field or metadata over 16 KiB.",
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = self.validated(SourceContentInput)
         captured = source_capture(
             scope_id=data["scope_id"],

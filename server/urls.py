@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularSwaggerSplitView
 from contextpack.preview import pack_preview
 from powercontext.api.schema import CachedSchemaView
 from server import home, system
+from server.mcp.http import mcp_view
 from server.metrics_view import MetricsView
 
 # The admin is the desk of PowerContext, on every page: the login, the index, the
@@ -29,6 +30,8 @@ urlpatterns = [
     path("health/ready", system.HealthReadyView.as_view()),
     path("v1/", include(v1)),
     path("metrics", MetricsView.as_view()),
+    # The MCP tools over Streamable HTTP (server.mcp.http), through the same edge as /v1/.
+    path("mcp", mcp_view),
     path("api/schema/", CachedSchemaView.as_view(), name="schema"),
     # The split view serves its start-up script as a file (``?script``), not inline, so
     # the page runs under a script-src 'self' policy (CONTENT_SECURITY_POLICY in settings).

@@ -29,9 +29,9 @@ DOCUMENT = Path(__file__).resolve().parents[1] / "openapi" / "powercontext.yaml"
 _DOCUMENT_URI = "urn:powercontext:openapi"
 
 # Paths outside the API, which the document does not describe: the pages for people, the
-# schema and its viewer, the Prometheus text. Anything else that is not in the document
+# schema and its viewer, the Prometheus text, the MCP tools. Anything else not in the document
 # fails, so a new endpoint is documented or listed here.
-UNDOCUMENTED_PREFIXES = ("/admin/", "/api/schema/", "/api/docs/", "/static/", "/metrics")
+UNDOCUMENTED_PREFIXES = ("/admin/", "/api/schema/", "/api/docs/", "/static/", "/metrics", "/mcp")
 UNDOCUMENTED_PATHS = frozenset({"/"})
 
 _UNKNOWN_PATH_STATUSES = frozenset({404})

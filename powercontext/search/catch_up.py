@@ -11,6 +11,14 @@ still current, so requests meanwhile wait at most one batch's write and never re
 wrong vector) and stops between batches when the server stops; a later start goes on
 where it stopped. An index whose vectors are all there costs one read of its rows.
 
+The catch-up gives way to the requests: the model's time for a batch competes with a
+prompt's for the same cores, so it embeds small batches (:data:`BATCH`) and starts each
+one only once no request has been answered for :data:`QUIET_SECONDS` (the server wraps
+each request in :func:`serving`), or after :data:`MOST_PAUSE_SECONDS` under unbroken
+traffic, so it always goes on. Measured on a loaded 2-core machine, a 4,000-entry scope
+written with the channel off: prepares while it caught up in batches of 128 took 0.5 s
+(the first), 1.2 s (p50), 4.0 s (max).
+
 A data directory that has no vector index yet and no rows is left alone: its first write
 creates the index.
 """
@@ -18,6 +26,8 @@ creates the index.
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import connection
@@ -29,6 +39,54 @@ log = logging.getLogger(__name__)
 
 # Progress is logged at most this often (seconds), and at the end.
 LOG_EVERY = 10.0
+
+
+# Rows embedded per batch: what a request that arrives meanwhile competes with.
+BATCH = 16
+# A batch starts once no request has been answered for this long...
+QUIET_SECONDS = 0.05
+# ...or after this long whatever the traffic.
+MOST_PAUSE_SECONDS = 2.0
+
+_serving = threading.Condition()
+_in_flight = 0
+_last_ended = 0.0
+
+
+@contextmanager
+def serving() -> Iterator[None]:
+    """Around each request the server answers: the catch-up starts no batch meanwhile."""
+    global _in_flight, _last_ended
+    with _serving:
+        _in_flight += 1
+    try:
+        yield
+    finally:
+        with _serving:
+            _in_flight -= 1
+            _last_ended = time.monotonic()
+            _serving.notify_all()
+
+
+def wait_for_quiet(
+    stop: threading.Event | None = None,
+    *,
+    quiet: float = QUIET_SECONDS,
+    most: float = MOST_PAUSE_SECONDS,
+) -> None:
+    """Return once no request has been in flight for ``quiet`` seconds, after ``most``
+    seconds at the latest, or as soon as ``stop`` is set."""
+    deadline = time.monotonic() + most
+    with _serving:
+        while True:
+            now = time.monotonic()
+            if now >= deadline or (stop is not None and stop.is_set()):
+                return
+            if _in_flight == 0 and now - _last_ended >= quiet:
+                return
+            until = quiet - (now - _last_ended) if _in_flight == 0 else deadline - now
+            # Woken when a request ends; a tenth of a second at most, to see ``stop``.
+            _serving.wait(min(until, deadline - now, 0.1))
 
 
 @dataclass(frozen=True)
@@ -103,9 +161,11 @@ class CatchUp:
             if time.monotonic() - logged[0] >= LOG_EVERY:
                 logged[0] = time.monotonic()
                 log.info("%s: %d of %d rows embedded.", name, done, total)
+            wait_for_quiet(self._stop)  # before the next batch
 
         _set(Progress(index.name, 0, todo))
-        report = vectors.rebuild(index, progress=progress, stop=self._stop)
+        wait_for_quiet(self._stop)
+        report = vectors.rebuild(index, batch_size=BATCH, progress=progress, stop=self._stop)
         log.info("%s: %s.", name, report.index)
 
 

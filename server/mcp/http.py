@@ -1,8 +1,8 @@
-"""Serving the MCP tools over Streamable HTTP at ``/mcp``, inside the WSGI server.
+"""Serving the MCP tools over Streamable HTTP at ``/mcp``, as a Django view.
 
 The production server is WSGI (waitress); the SDK's Streamable HTTP transport is ASGI
-(Starlette). ``with_mcp`` puts both behind one WSGI callable: ``/mcp`` goes to the SDK's
-app through a2wsgi's ASGI-to-WSGI adapter, everything else to Django.
+(Starlette). ``mcp_view`` hands the request to the SDK's app through a2wsgi's
+ASGI-to-WSGI adapter and answers with what it gave.
 
 Why this works without long-lived streams: the SDK runs in *stateless* mode with *JSON
 responses*. Each POST is one JSON-RPC exchange answered with one JSON body, so a waitress
@@ -13,82 +13,46 @@ The ASGI side runs on one event loop in a daemon thread, started on the first ``
 request. The SDK's session manager needs its lifespan entered before it serves, which an
 ASGI server would do and a2wsgi does not; ``_AsgiLoop`` drives the lifespan itself.
 
-Checked here, before the SDK sees the request, with the API's own error shape:
-- Host and Origin, first, by the rule every route follows (``server.origin_policy``),
-  so a web page cannot reach the tools through DNS rebinding;
-- the bearer token, exactly as for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set): the
-  agent token or a personal token; each tool then checks the caller's role;
-- the body size limit (413 ``payload_too_large``);
-- the method: POST only (405 otherwise; there is no stream to GET, no session to DELETE).
-Every response carries ``X-PowerContext-Request-ID`` and gets one access-log line (method,
-route, status, latency), like the API's.
+Being a Django view, ``/mcp`` goes through the same edge as ``/v1/`` (``server.middleware``):
+Host and Origin by the rule every route follows (so a web page cannot reach the tools
+through DNS rebinding), the body size limit (413), the request id, the access-log line
+and the metrics. Checked here besides, in the API's error shape: the method, POST only
+(405: there is no stream to GET, no session to DELETE), then the bearer token exactly as
+for ``/v1/`` (when ``POWERCONTEXT_API_TOKEN`` is set): the agent token or a personal token;
+each tool then checks the caller's role.
 """
 
 import asyncio
-import json
-import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
 
-from powercontext import metrics
-from powercontext.api.errors import error_body
-from server import origin_policy
-from server.middleware import REQUEST_ID_HEADER, request_id_for
+from powercontext.api.errors import json_error
 
 MCP_PATH = "/mcp"
-# Where an error answered here leaves its code for the metrics (WSGI lets a middleware
-# add its own dotted keys to the environ).
-_ERROR_CODE_KEY = "powercontext.error_code"
 _STARTUP_TIMEOUT_SECONDS = 30.0
 
-access_log = logging.getLogger("powercontext.access")
-logger = logging.getLogger("powercontext.server.mcp")
-
-WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
+# A WSGI application: (environ, start_response) -> body.
+WSGIApp = Callable[..., Iterable[bytes]]
 
 
-def _error_response(
-    environ: dict,
-    start_response: Callable,
-    status: str,
-    code: str,
-    message: str,
-    extra: list[tuple[str, str]] = (),
-) -> list[bytes]:
-    """The API's error shape, its code left in ``environ`` for ``_logged``."""
-    environ[_ERROR_CODE_KEY] = code
-    body = error_body(code, message)
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    headers = [
-        ("Content-Type", "application/json"),
-        ("Content-Length", str(len(data))),
-        *extra,
-    ]
-    start_response(status, headers)
-    return [data]
-
-
-def _token_ok(environ: dict) -> bool:
+def _token_ok(request: HttpRequest) -> bool:
     """The agent token or a personal token, as for ``/v1/`` (``caller_for``); what each
     may call is the tools' check (each tool's view's ``role``)."""
-    from django.db import connections
     from rest_framework.exceptions import AuthenticationFailed
 
     from powercontext.api.auth import caller_for
 
-    header = environ.get("HTTP_AUTHORIZATION", "").encode("latin-1", "replace")
+    header = request.META.get("HTTP_AUTHORIZATION", "").encode("latin-1", "replace")
     try:
         return caller_for(header) is not None
     except AuthenticationFailed:
         return False
-    finally:
-        # A personal token is looked up in the database, on this server thread, outside
-        # Django's request cycle that would close the connection.
-        connections.close_all()
 
 
 class _AsgiLoop:
@@ -101,25 +65,25 @@ class _AsgiLoop:
         )
         self._thread.start()
         self._shutdown: asyncio.Event | None = None
-        self._lifespan: asyncio.Future | None = None
+        self._lifespan: asyncio.Future[None] | None = None
         asyncio.run_coroutine_threadsafe(self._start(app), self.loop).result(
             _STARTUP_TIMEOUT_SECONDS
         )
 
     async def _start(self, app: Any) -> None:
-        started: asyncio.Future = self.loop.create_future()
-        self._shutdown = asyncio.Event()
+        started: asyncio.Future[None] = self.loop.create_future()
+        shutdown = self._shutdown = asyncio.Event()
         sent_startup = False
 
-        async def receive() -> dict:
+        async def receive() -> dict[str, Any]:
             nonlocal sent_startup
             if not sent_startup:
                 sent_startup = True
                 return {"type": "lifespan.startup"}
-            await self._shutdown.wait()
+            await shutdown.wait()
             return {"type": "lifespan.shutdown"}
 
-        async def send(message: dict) -> None:
+        async def send(message: dict[str, Any]) -> None:
             if message["type"] == "lifespan.startup.complete" and not started.done():
                 started.set_result(None)
             elif message["type"] == "lifespan.startup.failed" and not started.done():
@@ -127,12 +91,12 @@ class _AsgiLoop:
 
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}}
         self._lifespan = asyncio.ensure_future(app(scope, receive, send))
-        self._lifespan.add_done_callback(
-            lambda task: (
-                started.done()
-                or started.set_exception(RuntimeError("lifespan ended before startup"))
-            )
-        )
+
+        def ended(task: asyncio.Future[None]) -> None:
+            if not started.done():
+                started.set_exception(RuntimeError("lifespan ended before startup"))
+
+        self._lifespan.add_done_callback(ended)
         await started
 
     def close(self) -> None:
@@ -177,7 +141,7 @@ class McpApplication:
                     ),
                 )
                 self._loop = _AsgiLoop(asgi)
-                self._wsgi = ASGIMiddleware(asgi, loop=self._loop.loop)
+                self._wsgi = ASGIMiddleware(asgi, loop=self._loop.loop)  # type: ignore[arg-type]
             return self._wsgi
 
     def close(self) -> None:
@@ -186,94 +150,49 @@ class McpApplication:
                 self._loop.close()
             self._loop = self._wsgi = None
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        refused = origin_policy.refusal(
-            environ.get("HTTP_HOST"),
-            environ.get("HTTP_ORIGIN"),
-            settings.POWERCONTEXT_ALLOWED_HOSTS,
-        )
-        if refused is not None:
-            return _error_response(
-                environ, start_response, "403 Forbidden", "permission_denied", refused
-            )
-        if environ.get("REQUEST_METHOD") != "POST":
+    def respond(self, request: WSGIRequest) -> HttpResponse:
+        """The SDK's answer to ``request`` (the edge's checks already passed), or the API's
+        error for another method than POST or a missing or wrong token."""
+        if request.method != "POST":
             # Stateless and JSON-only: no SSE stream to GET (the spec's answer is 405),
             # no session to DELETE. A GET stream would also hold a worker thread forever.
-            return _error_response(
-                environ,
-                start_response,
-                "405 Method Not Allowed",
-                "method_not_allowed",
-                "Only POST is served at /mcp.",
-                [("Allow", "POST")],
-            )
-        expected = settings.POWERCONTEXT_API_TOKEN
-        if expected is not None:
-            if not _token_ok(environ):
-                return _error_response(
-                    environ,
-                    start_response,
-                    "401 Unauthorized",
-                    "unauthorized",
-                    "A valid bearer token is required.",
-                    [("WWW-Authenticate", 'Bearer realm="powercontext"')],
-                )
+            refused = json_error(405, "method_not_allowed", "Only POST is served at /mcp.")
+            refused["Allow"] = "POST"
+            return refused
+        if settings.POWERCONTEXT_API_TOKEN is not None and not _token_ok(request):
+            refused = json_error(401, "unauthorized", "A valid bearer token is required.")
+            refused["WWW-Authenticate"] = 'Bearer realm="powercontext"'
+            return refused
+        # The request itself as the body's stream: it reads at most Content-Length bytes.
+        environ = {**request.environ, "wsgi.input": request}
+        answered: list[tuple[str, list[tuple[str, str]]]] = []
+        chunks: list[bytes] = []
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], None]:
+            answered[:] = [(status, headers)]
+            return chunks.append
+
+        body = self._app()(environ, start_response)
         try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > settings.POWERCONTEXT_MAX_BODY_BYTES:
-            return _error_response(
-                environ,
-                start_response,
-                "413 Request Entity Too Large",
-                "payload_too_large",
-                "The request body is too large.",
-            )
-        return self._app()(environ, start_response)
+            chunks.extend(body)
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+        status, headers = answered[0]
+        response = HttpResponse(b"".join(chunks), status=int(status.split(" ", 1)[0]))
+        for name, value in headers:
+            if name.lower() != "content-length":  # Django sets its own
+                response[name] = value
+        return response
 
 
-def with_mcp(django_app: WSGIApp, mcp_app: McpApplication | None = None) -> WSGIApp:
-    """One WSGI callable: ``/mcp`` to the MCP tools, anything else to ``django_app``."""
-    mcp = mcp_app if mcp_app is not None else McpApplication()
-
-    def application(environ: dict, start_response: Callable) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "") != MCP_PATH:
-            return django_app(environ, start_response)
-        return _logged(mcp, environ, start_response)
-
-    application.mcp = mcp  # type: ignore[attr-defined]
-    return application
+_MCP = McpApplication()
 
 
-def _logged(app: WSGIApp, environ: dict, start_response: Callable) -> Iterable[bytes]:
-    """Request id header and one access-log line, as the API's middleware does."""
-    request_id = request_id_for(environ.get("HTTP_X_POWERCONTEXT_REQUEST_ID", ""))
-    started = time.perf_counter()
-    status_line = ["500"]
-
-    def start(status: str, headers: list, exc_info: Any = None) -> Callable:
-        status_line[0] = status.split(" ", 1)[0]
-        headers = [(k, v) for k, v in headers if k.lower() != REQUEST_ID_HEADER.lower()]
-        headers.append((REQUEST_ID_HEADER, request_id))
-        return (
-            start_response(status, headers, exc_info)
-            if exc_info
-            else start_response(status, headers)
-        )
-
-    try:
-        yield from app(environ, start)
-    finally:
-        seconds = time.perf_counter() - started
-        method = metrics.method_label(environ.get("REQUEST_METHOD", ""))
-        access_log.info("%s %s %s %.1fms", method, MCP_PATH, status_line[0], seconds * 1000)
-        # /mcp bypasses Django's middleware, so it reports to the metrics itself.
-        metrics.observe_request(
-            operation=MCP_PATH,
-            method=method,
-            status=int(status_line[0]) if status_line[0].isdigit() else 500,
-            seconds=seconds,
-            # The API-shaped errors answered above; the SDK's own are JSON-RPC errors.
-            error_code=environ.get(_ERROR_CODE_KEY),
-        )
+@csrf_exempt  # a JSON API authenticated by its bearer token, as /v1/ is
+def mcp_view(request: WSGIRequest) -> HttpResponse:
+    """``/mcp``: the MCP tools over Streamable HTTP (stateless, JSON responses)."""
+    return _MCP.respond(request)

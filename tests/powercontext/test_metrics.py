@@ -234,21 +234,23 @@ def test_plain_text_accept_is_served_not_refused(agent):
 
 
 def mcp_request(method: str) -> str:
-    """The status line ``/mcp`` answers, through the WSGI wrapper that serves it."""
-    from server.mcp.http import McpApplication, with_mcp
-
-    def django_app(environ, start_response):
-        raise AssertionError("/mcp never reaches Django")
+    """The status line ``/mcp`` answers, through Django's whole edge as served."""
+    from django.core.handlers.wsgi import WSGIHandler
 
     environ = {
         "REQUEST_METHOD": method,
         "PATH_INFO": "/mcp",
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
         "HTTP_HOST": "127.0.0.1:8000",
         "CONTENT_LENGTH": "0",
         "wsgi.input": io.BytesIO(),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": io.StringIO(),
     }
     statuses = []
-    app = with_mcp(django_app, McpApplication())
+    app = WSGIHandler()
     b"".join(app(environ, lambda status, headers, exc_info=None: statuses.append(status)))
     return statuses[0]
 

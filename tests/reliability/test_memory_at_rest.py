@@ -6,7 +6,7 @@ six clients listing every entry three times at once. Before the fix the server w
 from 159 to 356-402 MiB and stayed there: each page was 5.9 MB of JSON, DRF's response
 sat in a reference cycle until the cyclic collector's next full pass, and glibc kept
 what the worker threads freed. Now a page is 1 MiB of JSON, the response goes once sent,
-and freed memory is given back (powercontext/memory_release.py): 157 -> 182 MiB at the
+and freed memory is given back (server/memory_release.py): 157 -> 182 MiB at the
 peak, 166 MiB three seconds after. The goal is under 250 MiB during the run and after.
 """
 

@@ -28,14 +28,12 @@ def running_model() -> embeddings.Embedder:
 
 
 def recorded(index: SearchIndex) -> tuple[str, int, str] | None:
-    """(model identity, dimension, layout) the index's vector objects were created for."""
-    from powercontext.models import VectorIndexState
+    """(model identity, dimension, layout) the index's vector objects were created for.
 
-    return (
-        VectorIndexState.objects.filter(index=index.name)
-        .values_list("model_identity", "dimension", "layout")
-        .first()
-    )
+    The plain statement (:func:`recorded_raw`; the index name is the row's primary key):
+    a remember reads it three times, and the ORM's query building cost each read about
+    as much as the statement itself."""
+    return recorded_raw(index)
 
 
 def recorded_raw(index: SearchIndex) -> tuple[str, int, str] | None:

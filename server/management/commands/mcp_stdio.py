@@ -20,7 +20,7 @@ class Command(BaseCommand):
         "Experience) over stdin/stdout until stdin closes. Applies pending migrations first."
     )
 
-    def handle(self, *args, verbosity, **options):
+    def handle(self, *args: object, verbosity: int, **options: object) -> None:
         try:
             # Never self.stdout: it is the MCP channel.
             startup.prepare_database(verbosity=verbosity, stdout=self.stderr, stderr=self.stderr)

@@ -2,18 +2,16 @@
 
 import contextlib
 import os
-import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.servers.basehttp import get_internal_wsgi_application
 from django.db import connections
 
-from powercontext import memory_release, startup
-from powercontext.retention import Retention
-from powercontext.search import hybrid
-from powercontext.search.catch_up import CatchUp
+from powercontext import startup
 from powercontext.server_records import (
     ServerRecord,
     running_servers,
@@ -22,6 +20,7 @@ from powercontext.server_records import (
 )
 from server import origin_policy
 from server import seekdb as seekdb_engine
+from server.background import Background
 from server.config import database_config, protect_sqlite_files
 from server.serving import (
     DEFAULT_CONNECTION_LIMIT,
@@ -44,7 +43,7 @@ class Command(BaseCommand):
         "POWERCONTEXT_API_TOKEN is set."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--host",
             default=DEFAULT_HOST,
@@ -106,115 +105,92 @@ class Command(BaseCommand):
             "channel off); manage.py rebuild_index does it instead.",
         )
 
-    def handle(
-        self,
-        *args,
-        host,
-        port,
-        threads,
-        grace,
-        connection_limit,
-        idle_timeout,
-        request_timeout,
-        no_vector_catch_up,
-        verbosity,
-        engine=None,
-        **options,
-    ):
-        if not 0 <= port <= 65535:
-            raise CommandError("--port must be between 0 and 65535.")
-        if threads < 1:
-            raise CommandError("--threads must be at least 1.")
-        if grace < 0:
-            raise CommandError("--grace must not be negative.")
-        if connection_limit < 1:
-            raise CommandError("--connection-limit must be at least 1.")
-        if idle_timeout < 1 or request_timeout <= 0:
-            raise CommandError("--idle-timeout and --request-timeout must be positive.")
-        # Before anything touches the database: a refused start changes nothing.
-        try:
-            check_bind_allowed(host, token_configured=bool(settings.POWERCONTEXT_API_TOKEN))
-        except BindRefused as refused:
-            raise CommandError(str(refused)) from None
-        if os.environ.get("POWERCONTEXT_ALLOWED_HOSTS") and not settings.POWERCONTEXT_API_TOKEN:
-            raise CommandError(
-                "POWERCONTEXT_ALLOWED_HOSTS is set but POWERCONTEXT_API_TOKEN is not: "
-                "without a token only this machine's names are served. Set the token, or "
-                "unset POWERCONTEXT_ALLOWED_HOSTS."
-            )
-        origin_policy.allow_bound_host(host)
+    def handle(self, *args: object, **options: Any) -> None:
+        _check(options)
         # First: a second seekdb on the same data directory fails to start, and this says why.
         _warn_of_other_servers(self)
-        seekdb = _start_seekdb(self, verbosity) if engine == "seekdb" else None
-        recorded: ServerRecord | None = None
-
-        connection = connections["default"]
-        if connection.vendor == "sqlite":
-            protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
-        loading: threading.Thread | None = None
-        catching_up: CatchUp | None = None
-        retention: Retention | None = None
-        # Before any thread allocates: docs/RELIABILITY.md, "Memory at rest".
-        memory_release.limit_arenas()
-        releaser = memory_release.Releaser().start()
+        engine = options.get("engine")
+        seekdb = _start_seekdb(self, options["verbosity"]) if engine == "seekdb" else None
         try:
-            startup.prepare_database(verbosity=verbosity, stdout=self.stdout, stderr=self.stderr)
-            # The embedding model loads while the server starts listening, so the first
-            # prompt rarely waits for it (under a second: the file is built ahead, only
-            # checked and loaded here). A request that comes first waits for this load
-            # rather than starting another.
-            loading = threading.Thread(target=hybrid.can_embed, name="embedding-model")
-            loading.start()
-            if not no_vector_catch_up:
-                catching_up = CatchUp()
-                catching_up.start()
-            # POWERCONTEXT_SOURCE_RETENTION_DAYS: captured prompts past it are purged.
-            retention = Retention()
-            retention.start()
-            application = memory_release.releasing(get_internal_wsgi_application(), releaser)
-            try:
-                server = Server(
-                    application,
-                    host=host,
-                    port=port,
-                    threads=threads,
-                    connection_limit=connection_limit,
-                    idle_timeout=idle_timeout,
-                    request_timeout=request_timeout,
-                    # Bodies the application would refuse anyway (413 in the API's own
-                    # error shape) need not be buffered to disk; far larger ones get
-                    # waitress's plain 413 before they are read.
-                    max_request_body_size=4 * settings.POWERCONTEXT_MAX_BODY_BYTES,
+            connection = connections["default"]
+            if connection.vendor == "sqlite":
+                protect_sqlite_files(str(connection.settings_dict["NAME"]), create=True)
+            with Background() as background:
+                startup.prepare_database(
+                    verbosity=options["verbosity"], stdout=self.stdout, stderr=self.stderr
                 )
-            except (OSError, ValueError) as error:
-                raise CommandError(f"Cannot listen on {host}:{port}: {error}") from error
+                background.start(vector_catch_up=not options["no_vector_catch_up"])
+                server = _server(background.wrap(get_internal_wsgi_application()), options)
+                recorded: ServerRecord | None = None
 
-            def ready() -> None:
-                nonlocal recorded
-                recorded = server_record_write(
-                    home=Path(settings.POWERCONTEXT_HOME), url=server.url
-                )
-                self.stdout.write(f"PowerContext serving on {server.url} (data: {_data()})")
-                self.stdout.flush()
+                def ready() -> None:
+                    nonlocal recorded
+                    recorded = server_record_write(
+                        home=Path(settings.POWERCONTEXT_HOME), url=server.url
+                    )
+                    self.stdout.write(f"PowerContext serving on {server.url} (data: {_data()})")
+                    self.stdout.flush()
 
-            server.run(grace=grace, ready=ready)
+                try:
+                    server.run(grace=options["grace"], ready=ready)
+                finally:
+                    if recorded is not None:
+                        server_record_remove(recorded)
         finally:
-            # ONNX Runtime aborts the process if it is still loading or running the model
-            # when Python exits.
-            if recorded is not None:
-                server_record_remove(recorded)
-            releaser.stop()
-            if catching_up is not None:
-                catching_up.stop()
-            if retention is not None:
-                retention.stop()
-            if loading is not None:
-                loading.join()
             connections.close_all()
             if seekdb is not None:
                 seekdb.stop()
-        if verbosity >= 1:
+        if options["verbosity"] >= 1:
             self.stdout.write("PowerContext stopped.")
+
+
+def _check(options: dict[str, Any]) -> None:
+    """CommandError for options out of range or a bind this configuration refuses, before
+    anything touches the database: a refused start changes nothing."""
+    if not 0 <= options["port"] <= 65535:
+        raise CommandError("--port must be between 0 and 65535.")
+    if options["threads"] < 1:
+        raise CommandError("--threads must be at least 1.")
+    if options["grace"] < 0:
+        raise CommandError("--grace must not be negative.")
+    if options["connection_limit"] < 1:
+        raise CommandError("--connection-limit must be at least 1.")
+    if options["idle_timeout"] < 1 or options["request_timeout"] <= 0:
+        raise CommandError("--idle-timeout and --request-timeout must be positive.")
+    host = options["host"]
+    try:
+        check_bind_allowed(host, token_configured=bool(settings.POWERCONTEXT_API_TOKEN))
+    except BindRefused as refused:
+        raise CommandError(str(refused)) from None
+    if os.environ.get("POWERCONTEXT_ALLOWED_HOSTS") and not settings.POWERCONTEXT_API_TOKEN:
+        raise CommandError(
+            "POWERCONTEXT_ALLOWED_HOSTS is set but POWERCONTEXT_API_TOKEN is not: "
+            "without a token only this machine's names are served. Set the token, or "
+            "unset POWERCONTEXT_ALLOWED_HOSTS."
+        )
+    origin_policy.allow_bound_host(host)
+
+
+def _server(application: Callable[..., Any], options: dict[str, Any]) -> Server:
+    """The bound waitress server for ``options``; CommandError when it cannot listen."""
+    try:
+        return Server(
+            application,
+            host=options["host"],
+            port=options["port"],
+            threads=options["threads"],
+            connection_limit=options["connection_limit"],
+            idle_timeout=options["idle_timeout"],
+            request_timeout=options["request_timeout"],
+            # Bodies the application would refuse anyway (413 in the API's own error
+            # shape) need not be buffered to disk; far larger ones get waitress's plain
+            # 413 before they are read.
+            max_request_body_size=4 * settings.POWERCONTEXT_MAX_BODY_BYTES,
+        )
+    except (OSError, ValueError) as error:
+        raise CommandError(
+            f"Cannot listen on {options['host']}:{options['port']}: {error}"
+        ) from error
 
 
 def _warn_of_other_servers(command: BaseCommand) -> None:
@@ -251,7 +227,7 @@ def _start_seekdb(command: BaseCommand, verbosity: int) -> seekdb_engine.Seekdb:
     settings.DATABASES["default"] = database_config(home, url=seekdb.url)
     # Django's handler keeps the configured dictionaries (defaults filled in) and one
     # connection per thread: both are made again from the new settings.
-    connections._settings = connections.configure_settings(None)
+    connections._settings = connections.configure_settings(None)  # type: ignore[attr-defined]
     connections.__dict__.pop("settings", None)
     with contextlib.suppress(AttributeError):
         del connections["default"]

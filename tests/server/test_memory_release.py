@@ -1,4 +1,4 @@
-"""Giving memory back after large responses (``powercontext.memory_release``) and the
+"""Giving memory back after large responses (``server.memory_release``) and the
 DRF response that no longer waits for the cyclic collector. The served figures are
 ``tests/reliability/test_memory_at_rest.py``'s."""
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from powercontext import memory_release
-from powercontext.memory_release import LARGE_RESPONSE_BYTES, Releaser, releasing
+from server import memory_release
+from server.memory_release import LARGE_RESPONSE_BYTES, Releaser, releasing
 
 glibc = pytest.mark.skipif(memory_release._libc() is None, reason="needs glibc's malloc_trim")
 
