@@ -93,8 +93,24 @@ STOP_WORDS = frozenset(
 )
 
 
+# The same prior for Chinese, Japanese and Korean, whose text the analyzer indexes as single
+# characters and the bigrams they start: a lone kana (the particles の, を, に, the endings
+# of inflected words, a katakana word's single sounds), a Hangul particle or ending (에, 은,
+# 를), or a Chinese function character (的, 了, 是) says nothing of a subject on its own, and
+# matched every entry written in its language (issue 37). The bigrams they start still
+# count ("支付" holds no function character; "の設定" is still a bigram of "の").
+CJK_STOP_CHARACTERS = frozenset(
+    [chr(code) for code in range(0x3041, 0x3097)]  # hiragana
+    + [chr(code) for code in range(0x30A1, 0x30FB)]  # katakana
+    + ["ー", "ゝ", "ゞ", "ヽ", "ヾ", "々"]
+    + list("은는이가을를에의도와과로만께게요다고며면서데나랑하한할해된되지")
+    + list(
+        "的了是在和与及或吗呢吧啊把被也都就这那个么之其而并我你他她它们有要会能可以为对从到给让还又很该请"
+    )
+)
+
 # The analyzer stems English words ("does" becomes "doe"): the list holds both forms.
-STOP_TERMS = STOP_WORDS | frozenset(stem(word) for word in STOP_WORDS)
+STOP_TERMS = STOP_WORDS | frozenset(stem(word) for word in STOP_WORDS) | CJK_STOP_CHARACTERS
 
 
 def recurring_terms(terms: Collection[str], prompts: Sequence[Collection[str]]) -> frozenset[str]:

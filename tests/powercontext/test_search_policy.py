@@ -62,6 +62,23 @@ def test_function_words_are_never_searched_even_when_the_scope_has_them_once():
     assert select_terms(query, frequency, 400) == ["picnic"]
 
 
+def test_a_lone_particle_or_kana_is_never_searched_but_the_words_it_starts_are():
+    # The analyzer indexes CJK as single characters and bigrams: a particle held by every
+    # entry written in the language (の, を, 에, 的) would pull each of them in.
+    from powercontext.search import analyzer
+
+    for prompt, stop, kept in (
+        ("デプロイの設定を確認", {"の", "を", "デ"}, {"設定", "確認", "デプ"}),
+        ("서버에 연결", {"에", "서"}, {"서버", "연결"}),
+        ("支付的回调", {"的"}, {"支付", "回调"}),
+    ):
+        terms = analyzer.query_terms(prompt)
+        assert stop <= set(terms) and kept <= set(terms)
+        selected = select_terms(terms, dict.fromkeys(terms, 3), 400)
+        assert not stop & set(selected)
+        assert kept <= set(selected)
+
+
 def test_a_query_of_function_words_only_selects_nothing():
     assert select_terms(["what", "is", "it"], {"what": 3, "is": 3, "it": 3}, 400) == []
 
