@@ -1,0 +1,339 @@
+"""The relevance decision's numbers chosen leave-one-project-out, in process: choose a value
+on six coding-memory projects, score it on the seventh, for each of the seven; the same for
+the LoCoMo conversations (choose on four, score the fifth). One command prints the table.
+
+    .venv/bin/python bench/relevance_fit.py --files '<dev>/coding-memory-dev/*.json' \\
+        --locomo <dev>/locomo-dev --home /tmp/replay-home            # the shipped numbers
+    .venv/bin/python bench/relevance_fit.py ... --choose STRONG_SIMILARITY=0.34,0.37,0.4
+
+Without ``--choose`` it prints the shipped decision's figures per project and per prompt
+type, beside search@8's (``memory_search``, limit 8, as codingbench.py asks): recall_any,
+precision per prompt (all prompts, and wrapped ones: the dev set's ``boilerplate`` type),
+no-answer empties; per conversation, LoCoMo bare any / all and wrapped any (the first
+template), and cross-conversation empties.
+
+With ``--choose NAME=V1,V2,...`` (a number of ``powercontext.search.relevance``) it replays
+once per value (the scopes filled once, in ``--home``: bench/relevance_replay.py's) and, for
+each project left out, chooses the value with the best ``objective`` on the six others and
+scores the seventh with it; then the same over the conversations. The table gives each
+held-out project's figures at the value chosen without it, at the shipped value, and the
+mean and the worst held out. A value is worth shipping when it is chosen on (nearly) every
+fold and the held-out figures do not fall: a value that raises the six it was chosen on and
+lowers the one left out does not ship (docs/relevance.md, "How its numbers are chosen").
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.locomo import load_conversation, load_templates, render  # noqa: E402
+from bench.relevance_replay import dev_data_arguments, fill, overrides, packed  # noqa: E402
+from bench.vector_bench import setup_django  # noqa: E402
+
+WRAPPED = "boilerplate"
+NO_ANSWER = "no-answer"
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One coding prompt's outcome: its project, type, relevant file ids, the pack's and
+    search@8's file ids."""
+
+    project: str
+    kind: str
+    relevant: frozenset[str]
+    pack: tuple[str, ...]
+    search: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Questioned:
+    """One LoCoMo question's outcome: its conversation, and the pack's evidence found
+    (``bare_any``/``bare_all``, ``wrapped_any``), or for a question asked in another
+    conversation's scope (``cross``), whether the pack was empty."""
+
+    conversation: str
+    bare_any: bool | None = None
+    bare_all: bool | None = None
+    wrapped_any: bool | None = None
+    cross_empty: bool | None = None
+
+
+def searched(scope_id: str, query: str, files: dict[str, str]) -> tuple[str, ...]:
+    """The file ids of search's first 8 hits (``POST /v1/memory/search {limit: 8}``)."""
+    from memory.selectors import memory_search
+
+    hits = memory_search(scope_id=scope_id, query=query, limit=8).hits
+    ids = [files.get(hit.citation.entry_id, hit.citation.entry_id) for hit in hits]
+    return tuple(dict.fromkeys(ids))
+
+
+def coding(args: argparse.Namespace, *, with_search: bool) -> list[Asked]:
+    """Every prompt of every project, packed (and searched)."""
+    home = Path(args.home)
+    asked: list[Asked] = []
+    for path in args.file_paths:
+        project = json.loads(Path(path).read_text(encoding="utf-8"))
+        entries = [(e["id"], e["kind"], e["text"]) for e in project["entries"]]
+        scope = f"replay-{project['project']}"
+        ids = fill(home, scope, entries)
+        files = {entry_id: file_id for file_id, entry_id in reversed(ids.items())}
+        for prompt in project["prompts"][: args.limit]:
+            text = prompt["prompt"]
+            asked.append(
+                Asked(
+                    project=project["project"],
+                    kind=prompt.get("type", ""),
+                    relevant=frozenset(prompt["relevant"]),
+                    pack=tuple(packed(scope, text, args.max_bytes, files)),
+                    search=searched(scope, text, files) if with_search else (),
+                )
+            )
+    return asked
+
+
+def locomo(args: argparse.Namespace) -> list[Questioned]:
+    """Every LoCoMo question bare and wrapped in its conversation, and asked in the other
+    conversation of its ``--pairs`` pair."""
+    if not args.locomo:
+        return []
+    home = Path(args.home)
+    conversations = {p.stem: load_conversation(p) for p in sorted(Path(args.locomo).glob("*.json"))}
+    template = load_templates(Path(args.templates))[0][1]
+    turn_ids = {
+        name: fill(home, f"replay-locomo-{name}", [(t.dia_id, "fact", t.text) for t in c.turns])
+        for name, c in conversations.items()
+    }
+    found: list[Questioned] = []
+    for name, conversation in conversations.items():
+        files = {entry_id: dia for dia, entry_id in reversed(turn_ids[name].items())}
+        for question in conversation.questions[: args.limit]:
+            evidence = {d for d in question.evidence if d in turn_ids[name]}
+            if not evidence:
+                continue
+            scope = f"replay-locomo-{name}"
+            bare = set(packed(scope, question.text, args.max_bytes, files))
+            wrapped = set(packed(scope, render(template, question.text), args.max_bytes, files))
+            found.append(
+                Questioned(name, bool(evidence & bare), evidence <= bare, bool(evidence & wrapped))
+            )
+    for pair in args.pairs.split(","):
+        asked, stored = pair.split(":")
+        if asked not in conversations or stored not in conversations:
+            continue
+        files = {entry_id: dia for dia, entry_id in turn_ids[stored].items()}
+        for question in conversations[asked].questions[: args.limit]:
+            pack = packed(f"replay-locomo-{stored}", question.text, args.max_bytes, files)
+            found.append(Questioned(stored, cross_empty=not pack))
+    return found
+
+
+def _share(values: Sequence[bool]) -> float | None:
+    return 100 * statistics.fmean(values) if values else None
+
+
+def _precision(asked: Sequence[Asked], pick: Callable[[Asked], Sequence[str]]) -> float | None:
+    shares = [len(set(pick(a)) & a.relevant) / len(pick(a)) for a in asked if pick(a)]
+    return 100 * statistics.fmean(shares) if shares else None
+
+
+def coding_figures(asked: Sequence[Asked]) -> dict[str, float | None]:
+    """The pack's figures over ``asked`` (search@8's beside them when it was asked)."""
+    answerable = [a for a in asked if a.relevant]
+    wrapped = [a for a in answerable if a.kind == WRAPPED]
+    paraphrase = [a for a in answerable if a.kind == "paraphrase"]
+    figures = {
+        "recall_any": _share([bool(set(a.pack) & a.relevant) for a in answerable]),
+        "search@8": _share([bool(set(a.search) & a.relevant) for a in answerable])
+        if any(a.search for a in asked)
+        else None,
+        "paraphrase": _share([bool(set(a.pack) & a.relevant) for a in paraphrase]),
+        "precision": _precision(answerable, lambda a: a.pack),
+        "wrapped precision": _precision(wrapped, lambda a: a.pack),
+        "no-answer empty": _share([not a.pack for a in asked if not a.relevant]),
+    }
+    return figures
+
+
+def locomo_figures(questioned: Sequence[Questioned]) -> dict[str, float | None]:
+    def of(pick: Callable[[Questioned], bool | None]) -> float | None:
+        return _share([bool(v) for q in questioned if (v := pick(q)) is not None])
+
+    return {
+        "bare any": of(lambda q: q.bare_any),
+        "bare all": of(lambda q: q.bare_all),
+        "wrapped any": of(lambda q: q.wrapped_any),
+        "cross empty": of(lambda q: q.cross_empty),
+    }
+
+
+def objective(figures: dict[str, float | None]) -> float:
+    """What a value is chosen by on the projects it may see: recall_any counts twice as
+    much as precision and as no-answer empties (a pack that loses an answer costs more
+    than one that holds an unrelated entry), the three the issue's targets name."""
+    return (
+        2 * (figures["recall_any"] or 0.0)
+        + (figures["precision"] or 0.0)
+        + (figures["no-answer empty"] or 0.0)
+    )
+
+
+def locomo_objective(figures: dict[str, float | None]) -> float:
+    """LoCoMo's: evidence found bare and wrapped, and empties when the question is about
+    another conversation."""
+    return (
+        (figures["bare any"] or 0.0)
+        + (figures["wrapped any"] or 0.0)
+        + (figures["cross empty"] or 0.0)
+    )
+
+
+def shown(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def table(
+    title: str, rows: dict[str, dict[str, float | None]], columns: Sequence[str] | None = None
+) -> None:
+    columns = list(columns or next(iter(rows.values())))
+    print(f"| {title} | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for name, figures in rows.items():
+        print(f"| {name} | " + " | ".join(shown(figures.get(c)) for c in columns) + " |")
+    print()
+
+
+def describe(asked: Sequence[Asked], questioned: Sequence[Questioned]) -> None:
+    """Per project, per prompt type and overall; per conversation."""
+    projects = sorted({a.project for a in asked})
+    rows = {p: coding_figures([a for a in asked if a.project == p]) for p in projects}
+    rows["all"] = coding_figures(asked)
+    table("project", rows)
+    kinds = sorted({a.kind for a in asked if a.relevant})
+    by_kind = {}
+    for kind in kinds:
+        some = [a for a in asked if a.kind == kind]
+        figures = coding_figures(some)
+        gap = (figures["search@8"] or 0.0) - (figures["recall_any"] or 0.0)
+        by_kind[kind] = {**figures, "gap": gap}
+    table("type", by_kind, ["recall_any", "search@8", "gap", "precision"])
+    if questioned:
+        names = sorted({q.conversation for q in questioned})
+        rows = {n: locomo_figures([q for q in questioned if q.conversation == n]) for n in names}
+        rows["all"] = locomo_figures(questioned)
+        table("conversation", rows)
+
+
+def held_out(
+    runs: dict[float, Sequence[Any]],
+    shipped: float,
+    group: Callable[[Any], str],
+    figures_of: Callable[[Sequence[Any]], dict[str, float | None]],
+    score: Callable[[dict[str, float | None]], float],
+    title: str,
+) -> list[float]:
+    """For each group left out, the value chosen on the others and the held-out figures at
+    it and at ``shipped``; then the mean and the worst held out. Returns the values chosen."""
+    groups = sorted({group(item) for item in runs[shipped]})
+    rows: dict[str, dict[str, float | None]] = {}
+    chosen_values = []
+    chosen_figures, shipped_figures = [], []
+    for left in groups:
+        chosen = max(
+            runs,
+            key=lambda value: (
+                score(figures_of([i for i in runs[value] if group(i) != left])),
+                value == shipped,  # a tie keeps the shipped value
+            ),
+        )
+        chosen_values.append(chosen)
+        out = figures_of([i for i in runs[chosen] if group(i) == left])
+        before = figures_of([i for i in runs[shipped] if group(i) == left])
+        chosen_figures.append(out)
+        shipped_figures.append(before)
+        rows[left] = {"chosen": chosen, **out, "score": score(out), "shipped score": score(before)}
+    for label, pick in (("mean", statistics.fmean), ("worst", min)):
+        rows[label] = {
+            column: pick([f[column] for f in chosen_figures if f[column] is not None] or [0.0])
+            for column in chosen_figures[0]
+        }
+        rows[label]["score"] = pick([score(f) for f in chosen_figures])
+        rows[label]["shipped score"] = pick([score(f) for f in shipped_figures])
+    table(title, rows)
+    return chosen_values
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    dev_data_arguments(parser)
+    parser.add_argument("--choose", metavar="NAME=V1,V2,...", help="choose it leave-one-out")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--max-bytes", type=int, default=8000)
+    parser.add_argument("--limit", type=int, default=None, help="prompts/questions per file")
+    parser.add_argument("--no-locomo", action="store_true", help="the coding projects only")
+    args = parser.parse_args(argv)
+    args.file_paths = sorted(glob.glob(args.files))
+    if not args.file_paths:
+        raise SystemExit(f"--files {args.files}: no file")
+    if args.no_locomo:
+        args.locomo = None
+    args.home = args.home or tempfile.mkdtemp(prefix="pc-replay-")
+    Path(args.home).mkdir(parents=True, exist_ok=True)
+    setup_django(Path(args.home), None)
+    from powercontext.search import relevance
+
+    for name, value in overrides(args.set).items():
+        setattr(relevance, name, value)
+        print(f"# {name} = {value}", flush=True)
+    started = time.perf_counter()
+    if not args.choose:
+        describe(coding(args, with_search=True), locomo(args))
+        print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
+        return
+    name, _, values = args.choose.partition("=")
+    settings = [overrides([f"{name}={v}"], "--choose")[name] for v in values.split(",") if v]
+    shipped = getattr(relevance, name)
+    if shipped not in settings:
+        settings.append(shipped)
+    runs: dict[float, list[Asked]] = {}
+    talks: dict[float, list[Questioned]] = {}
+    try:
+        for value in settings:
+            setattr(relevance, name, value)
+            runs[value] = coding(args, with_search=False)
+            talks[value] = locomo(args)
+            print(f"# {name} = {value} done", flush=True)
+    finally:
+        setattr(relevance, name, shipped)
+    print(f"# {name}: shipped {shipped}; chosen on the others, scored on the one left out\n")
+    table(name, {str(v): coding_figures(runs[v]) for v in settings})
+    held_out(runs, shipped, lambda a: a.project, coding_figures, objective, "project left out")
+    if talks[shipped]:
+        table(name, {str(v): locomo_figures(talks[v]) for v in settings})
+        held_out(
+            talks,
+            shipped,
+            lambda q: q.conversation,
+            locomo_figures,
+            locomo_objective,
+            "conversation left out",
+        )
+    print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
