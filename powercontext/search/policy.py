@@ -99,8 +99,12 @@ STOP_WORDS = frozenset(
 # 를), or a Chinese function character (的, 了, 是) says nothing of a subject on its own, and
 # matched every entry written in its language (issue 37). The bigrams they start still
 # count ("支付" holds no function character; "の設定" is still a bigram of "の").
-CJK_STOP_CHARACTERS = frozenset(
-    [chr(code) for code in range(0x3041, 0x3097)]  # hiragana
+_HIRAGANA = [chr(code) for code in range(0x3041, 0x3097)]
+CJK_STOP_TERMS = frozenset(
+    _HIRAGANA
+    # Two hiragana: inflections and grammar (する, です, から, どこ); a Japanese subject
+    # is written in kanji or katakana, whose bigrams stay.
+    + [first + second for first in _HIRAGANA for second in _HIRAGANA]
     + [chr(code) for code in range(0x30A1, 0x30FB)]  # katakana
     + ["ー", "ゝ", "ゞ", "ヽ", "ヾ", "々"]
     + list("은는이가을를에의도와과로만께게요다고며면서데나랑하한할해된되지")
@@ -110,7 +114,7 @@ CJK_STOP_CHARACTERS = frozenset(
 )
 
 # The analyzer stems English words ("does" becomes "doe"): the list holds both forms.
-STOP_TERMS = STOP_WORDS | frozenset(stem(word) for word in STOP_WORDS) | CJK_STOP_CHARACTERS
+STOP_TERMS = STOP_WORDS | frozenset(stem(word) for word in STOP_WORDS) | CJK_STOP_TERMS
 
 
 def recurring_terms(terms: Collection[str], prompts: Sequence[Collection[str]]) -> frozenset[str]:

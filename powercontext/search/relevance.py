@@ -64,12 +64,22 @@ SEMANTIC_SPREAD = 0.1
 # Without an anchor of the query, or when the query's anchors match nothing: the
 # similarity that still counts as evidence.
 STRONG_SIMILARITY = 0.4
+# When the query's names match nothing (a brand, a place the scope never saw): the
+# similarity that counts as evidence for a candidate its words found too.
+UNKNOWN_WITH_WORDS = 0.4
 # Packs: a candidate only its words found is admitted when they cover WORD_COVERAGE of the
 # best segment it matches and it comes within WORDS_WITH_MEANING in meaning, or when it is
 # as near as MEANING_ALONE whatever its words.
 WORD_COVERAGE = 0.45
 WORDS_WITH_MEANING = 0.12
 MEANING_ALONE = 0.35
+# Packs: a candidate only its words found, in a script the model cannot read (the query's
+# or its own), is admitted when they cover this share of the segment it matches best: the
+# model's cosine is no evidence there.
+UNREADABLE_COVERAGE = 0.45
+# Packs: a candidate its words found that is one of the semantic channel's AGREED_RANK
+# nearest is admitted whatever its coverage (0: never for that alone).
+AGREED_RANK = 0
 # Packs: a candidate holding a subject of the query no better candidate holds, with this
 # much meaning behind it.
 SUBJECT_SIMILARITY = 0.25
@@ -109,6 +119,9 @@ FOCUS_WINDOW = 16
 # about several. bench/focus_gate.py: a flat region for 0.65-0.75 and 0.25-0.35.
 FOCUS_WORD = 0.75
 FOCUS_WORD_MARGIN = 0.3
+# ... nor one of the semantic channel's FOCUS_NEAREST_KEPT nearest candidates: being
+# nearest the prompt in meaning is not evidence of speaking to something else.
+FOCUS_NEAREST_KEPT = 0
 # A pack's window is ordered with each candidate's focus lift (``Focused``): its focus on a
 # segment less FOCUS_CROWD times the window's median focus on that segment. The whole
 # median (1.0) counts only how far a candidate stands out, not how much it says: LoCoMo
@@ -167,6 +180,8 @@ class Evidence:
     # The query's anchor terms it holds as whole names (``held``); None: each of its
     # ``terms`` counts.
     anchors_held: frozenset[str] | None = None
+    # Its place among the semantic channel's candidates (1 = nearest; None: not proposed).
+    semantic_rank: int | None = None
 
     @property
     def anchor_terms_held(self) -> frozenset[str]:
@@ -362,11 +377,15 @@ def judge(
             verdict is Verdict.WEAK_WORDS
             and candidate.subjects - covered
             and (candidate.similarity or 0.0) >= SUBJECT_SIMILARITY
+            and readable_query
+            and candidate.readable
         ):
             verdicts[at] = Verdict.SUBJECT
             covered |= candidate.subjects
     judged = [Judgement(c.key, v) for c, v in zip(candidates, verdicts, strict=True)]
-    if pack and not any(_answers(c, v, picking) for c, v in zip(candidates, verdicts, strict=True)):
+    if pack and not any(
+        _answers(c, v, picking, readable_query) for c, v in zip(candidates, verdicts, strict=True)
+    ):
         return [Judgement(j.key, Verdict.NOTHING_ANSWERS) if j.admitted else j for j in judged]
     return judged
 
@@ -397,14 +416,27 @@ def _verdict(
     neighbour = not candidate.lexical and single_segment and not strong
     if anchored and (anchors_only or neighbour):
         return Verdict.NOT_ANCHORED
-    if unknown_only and (anchors_only or not strong):
+    # A name the scope never saw, in a question its words and its meaning both answer
+    # ("generating the bill blows up on my MacBook"), is the asker's, not the subject.
+    seconded = candidate.lexical and (similarity or 0.0) >= UNKNOWN_WITH_WORDS
+    if unknown_only and (anchors_only or not (strong or seconded)):
         return Verdict.UNKNOWN_ANCHOR
     if candidate.lexical:
         if similarity is None:
             return Verdict.WORDS  # no semantic evidence either way: the words decide
+        if pack and not (readable_query and candidate.readable):
+            # To an English model any two Chinese texts look alike: its cosine is no
+            # evidence either way, and the words decide.
+            return (
+                Verdict.WORDS if candidate.coverage >= UNREADABLE_COVERAGE else Verdict.WEAK_WORDS
+            )
         if candidate.coverage >= WORD_COVERAGE and similarity >= WORDS_WITH_MEANING:
             return Verdict.WORDS
         if similarity >= MEANING_ALONE:
+            return Verdict.MEANING
+        # Its words found it and the meaning channel puts it among the nearest: the
+        # two channels agree.
+        if candidate.semantic_rank is not None and candidate.semantic_rank <= AGREED_RANK:
             return Verdict.MEANING
         return Verdict.WEAK_WORDS
     if not (readable_query and candidate.readable):
@@ -416,7 +448,9 @@ def _verdict(
     return Verdict.MEANING
 
 
-def _answers(candidate: Evidence, verdict: Verdict, picking: Collection[str]) -> bool:
+def _answers(
+    candidate: Evidence, verdict: Verdict, picking: Collection[str], readable_query: bool
+) -> bool:
     if verdict not in ADMITTED:
         return False
     if verdict is Verdict.ANCHORED and candidate.anchor_terms_held & set(picking):
@@ -424,6 +458,8 @@ def _answers(candidate: Evidence, verdict: Verdict, picking: Collection[str]) ->
     similarity = candidate.similarity
     if similarity is None:
         return candidate.lexical  # the channel had nothing to say: the words decide
+    if not (readable_query and candidate.readable):
+        return candidate.lexical and candidate.coverage >= UNREADABLE_COVERAGE
     # Every word of a segment of two or more, with some meaning behind them: the model may
     # not read the words ("lorem ipsum"), but they are all there.
     whole = candidate.coverage >= 1.0 - 1e-9 and candidate.held >= 2
