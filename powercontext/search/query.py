@@ -207,10 +207,11 @@ def _off_focus(
         key: focus.matches(segments, found)
         for key, found in zip(keys, rows[len(query.segment_texts) :], strict=True)
     }
-    anchored = [
-        (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED) for item in admitted
+    spared = [
+        (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED or _nearest(item))
+        for item in admitted
     ]
-    judged = relevance.off_focus(anchored, matched)
+    judged = relevance.off_focus(spared, matched)
     return _focus_order(
         [
             replace(
@@ -224,6 +225,12 @@ def _off_focus(
         ],
         judged.lift,
     )
+
+
+def _nearest(item: hybrid.Considered) -> bool:
+    """Whether ``item`` is among the semantic channel's FOCUS_NEAREST_KEPT nearest."""
+    rank = item.semantic_rank
+    return rank is not None and rank <= relevance.FOCUS_NEAREST_KEPT
 
 
 def _focus_order(

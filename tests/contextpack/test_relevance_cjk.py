@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (Chinese and Japanese text is written with its own punctuation)
 """Chinese and Japanese prompts and entries (real model, real vector index): the English
 model's cosine between two such texts says nothing (to it any two look alike), so their
 words decide; a lone particle or kana is not a word that decides
