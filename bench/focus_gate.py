@@ -1,5 +1,5 @@
 """The focus rule of the relevance decision, measured on both dev sets at other spreads
-and with the two forms of token vectors (docs/relevance.md, section 6).
+and with the two forms of token vectors (docs/relevance-history.md).
 
     .venv/bin/python bench/focus_gate.py --files '<dev>/coding-memory-dev/*.json' \\
         --locomo <dev>/locomo-dev --home /tmp/replay-home

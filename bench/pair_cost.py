@@ -1,7 +1,7 @@
 """What reading the prompt together with each candidate would cost a prepare.
 
 A cross-encoder (a reranker) reads the prompt and one entry as one input, once per
-candidate; none ships its weights in a package (docs/relevance.md, section 6, "Where the
+candidate; none ships its weights in a package (docs/relevance-history.md, "Where the
 targets conflict"). The shipped model has the size of ms-marco-MiniLM-L-6-v2 (six
 layers, 384 wide), so its cost on the same inputs is what such a reranker would cost:
 ``--pairs`` prompt + entry texts in one batch, against embedding the prompt alone, in the

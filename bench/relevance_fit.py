@@ -121,7 +121,7 @@ def locomo(args: argparse.Namespace) -> list[Questioned]:
     found: list[Questioned] = []
     for name, conversation in conversations.items():
         files = {entry_id: dia for dia, entry_id in reversed(turn_ids[name].items())}
-        for question in conversation.questions[: args.limit]:
+        for question in conversation.questions[: args.questions or args.limit]:
             evidence = {d for d in question.evidence if d in turn_ids[name]}
             if not evidence:
                 continue
@@ -136,7 +136,7 @@ def locomo(args: argparse.Namespace) -> list[Questioned]:
         if asked not in conversations or stored not in conversations:
             continue
         files = {entry_id: dia for dia, entry_id in turn_ids[stored].items()}
-        for question in conversations[asked].questions[: args.limit]:
+        for question in conversations[asked].questions[: args.questions or args.limit]:
             pack = packed(f"replay-locomo-{stored}", question.text, args.max_bytes, files)
             found.append(Questioned(stored, cross_empty=not pack))
     return found
@@ -285,7 +285,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-bytes", type=int, default=8000)
     parser.add_argument("--limit", type=int, default=None, help="prompts/questions per file")
     parser.add_argument("--no-locomo", action="store_true", help="the coding projects only")
+    parser.add_argument("--questions", type=int, help="questions per conversation (a sample)")
+    parser.add_argument("--ci", action="store_true", help="5 prompts/questions a file")
     args = parser.parse_args(argv)
+    if args.ci:
+        args.limit = 5
     args.file_paths = sorted(glob.glob(args.files))
     if not args.file_paths:
         raise SystemExit(f"--files {args.files}: no file")

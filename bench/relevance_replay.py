@@ -18,10 +18,10 @@ per prompt, recall_any, items, no-answer empties; LoCoMo bare any/all evidence a
 first template's any; cross-conversation empties; each planted note's reach. ``--set
 NAME=VALUE`` replaces a number of ``powercontext.search.relevance`` for the run;
 ``--cap-unanchored N`` measures a rule the decision does not have: a pack keeps at most N
-admitted candidates that hold no anchor of the prompt (docs/relevance.md, section 6).
+admitted candidates that hold no anchor of the prompt (docs/relevance-history.md).
 ``--sweep NAME=V1,V2,...`` replays once for each value of one number, the scopes filled
 once, and prints a row of figures for each: where the decision's targets pull against
-each other (docs/relevance.md, section 6, "Where the targets conflict").
+each other (docs/relevance-history.md, "Where the targets conflict").
 
     .venv/bin/python bench/relevance_replay.py ... --sweep ANSWERED_SIMILARITY=0.3,0.35,0.4
 """
