@@ -222,7 +222,6 @@ def ranked(
                 coverage=relevance.coverage(terms, weights, segments),
                 terms=terms,
                 anchors_held=relevance.held(names, terms),
-                semantic_rank=semantic_rank.get(hit.key),
                 readable=relevance.readable(by_id[hit.key].searchable_text),
                 subjects=terms & subjects,
                 held=held,

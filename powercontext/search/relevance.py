@@ -77,9 +77,6 @@ MEANING_ALONE = 0.35
 # or its own), is admitted when they cover this share of the segment it matches best: the
 # model's cosine is no evidence there.
 UNREADABLE_COVERAGE = 0.45
-# Packs: a candidate its words found that is one of the semantic channel's AGREED_RANK
-# nearest is admitted whatever its coverage (0: never for that alone).
-AGREED_RANK = 0
 # Packs: a candidate holding a subject of the query no better candidate holds, with this
 # much meaning behind it.
 SUBJECT_SIMILARITY = 0.25
@@ -180,8 +177,6 @@ class Evidence:
     # The query's anchor terms it holds as whole names (``held``); None: each of its
     # ``terms`` counts.
     anchors_held: frozenset[str] | None = None
-    # Its place among the semantic channel's candidates (1 = nearest; None: not proposed).
-    semantic_rank: int | None = None
 
     @property
     def anchor_terms_held(self) -> frozenset[str]:
@@ -433,10 +428,6 @@ def _verdict(
         if candidate.coverage >= WORD_COVERAGE and similarity >= WORDS_WITH_MEANING:
             return Verdict.WORDS
         if similarity >= MEANING_ALONE:
-            return Verdict.MEANING
-        # Its words found it and the meaning channel puts it among the nearest: the
-        # two channels agree.
-        if candidate.semantic_rank is not None and candidate.semantic_rank <= AGREED_RANK:
             return Verdict.MEANING
         return Verdict.WEAK_WORDS
     if not (readable_query and candidate.readable):
