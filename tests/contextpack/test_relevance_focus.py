@@ -218,3 +218,32 @@ def test_function_words_are_not_content():
 
     state = TokenStates(("how", "deploy", "the"), np.eye(3, dtype=np.float16))
     assert focus.content(state).tolist() == [[0.0, 1.0, 0.0]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_entry_nearest_the_prompt_in_meaning_is_not_left_out_for_its_focus(api, remember):
+    # The scaffold command regenerates atlantis.yaml too and speaks to more of the prompt
+    # token by token; the answer is the nearest in meaning, which is no evidence that it
+    # speaks to something else (relevance.FOCUS_NEAREST_KEPT).
+    scope = "focus-nearest"
+    answer = remember(
+        "`atlantis.yaml` is generated from the stack directories by `make atlantis-yaml` "
+        "(scripts/gen_atlantis.py). Commit the result; CI fails when a new stack directory "
+        "has no Atlantis project.",
+        scope_id=scope,
+    )["entry"]["citation"]["entry_id"]
+    remember(
+        "Scaffold a stack with `make new-stack DIR=live/aws/staging/eu-central-1/foo`: it "
+        "writes backend.tf with the right state key, providers.tf with default_tags, and "
+        "regenerates atlantis.yaml.",
+        scope_id=scope,
+    )
+    remember(
+        "Terraform state lives in the S3 bucket forge-tfstate, locked by DynamoDB.", scope_id=scope
+    )
+    body = {
+        "scope_id": scope,
+        "query": "How do I regenerate atlantis.yaml after adding a stack?",
+        "max_bytes": 8000,
+    }
+    assert answer in cited(api.ok("/v1/context/prepare", body))
