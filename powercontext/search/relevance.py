@@ -22,7 +22,8 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   or agent boilerplate: an answer speaks to one question of the prompt, with its few words.
 - **What the model cannot read, it does not judge.** A query or an entry written mostly
   in a script the model has no vocabulary for (CJK for an English model) gets no hit from
-  the semantic channel alone; its words still find it.
+  the semantic channel alone; its words still find it, and in a pack they alone decide
+  (``UNREADABLE_COVERAGE``): the model's cosine between two such texts is no evidence.
 - **Meaning alone must come near the best.** A candidate only the semantic channel
   proposes must reach ``SEMANTIC_FLOOR`` and come within ``SEMANTIC_SPREAD`` of the best
   candidate's similarity.
@@ -35,7 +36,8 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
 - **An answer speaks to what the prompt asks** (packs only). A candidate holding no anchor
   of the prompt whose focus (``powercontext.search.focus``: how much of a prompt segment
   it speaks to, token by token) is far under the best candidate's is on the prompt's
-  subject without answering it: the next candidates take its place (:func:`off_focus`).
+  subject without answering it: the next candidates take its place (:func:`off_focus`),
+  unless it is the semantic channel's nearest (``FOCUS_NEAREST_KEPT``).
 - **Near-duplicates take one slot** (packs only). An admitted candidate whose stored
   vector is as near as ``DUPLICATE_SIMILARITY`` to a better-ranked admitted one's, and
   whose text holds the same numbers and identifiers, says what that one says in other
@@ -64,9 +66,6 @@ SEMANTIC_SPREAD = 0.1
 # Without an anchor of the query, or when the query's anchors match nothing: the
 # similarity that still counts as evidence.
 STRONG_SIMILARITY = 0.4
-# When the query's names match nothing (a brand, a place the scope never saw): the
-# similarity that counts as evidence for a candidate its words found too.
-UNKNOWN_WITH_WORDS = 0.4
 # Packs: a candidate only its words found is admitted when they cover WORD_COVERAGE of the
 # best segment it matches and it comes within WORDS_WITH_MEANING in meaning, or when it is
 # as near as MEANING_ALONE whatever its words.
@@ -415,10 +414,7 @@ def _verdict(
     neighbour = not candidate.lexical and single_segment and not strong
     if anchored and (anchors_only or neighbour):
         return Verdict.NOT_ANCHORED
-    # A name the scope never saw, in a question its words and its meaning both answer
-    # ("generating the bill blows up on my MacBook"), is the asker's, not the subject.
-    seconded = candidate.lexical and (similarity or 0.0) >= UNKNOWN_WITH_WORDS
-    if unknown_only and (anchors_only or not (strong or seconded)):
+    if unknown_only and (anchors_only or not strong):
         return Verdict.UNKNOWN_ANCHOR
     if candidate.lexical:
         if similarity is None:
