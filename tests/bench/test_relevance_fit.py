@@ -51,7 +51,7 @@ def test_figures_count_search_and_pack_over_answerable_prompts_only():
 @sqlite_only("the replay measures the SQLite deployment; it runs in the SQLite pass")
 def test_the_fit_prints_the_held_out_table_of_a_number_it_chooses(tmp_path):
     data = Path(tempfile.mkdtemp(dir=tmp_path))
-    files, locomo = tiny_dev_data(data)
+    _, locomo = tiny_dev_data(data)
     (data / "tiny2.json").write_text(json.dumps({**PROJECT, "project": "tiny2"}))
     args = ["--files", str(data / "*.json"), "--locomo", str(locomo), "--pairs", "1:2,2:1"]
     out = run_bench(
