@@ -119,7 +119,7 @@ FOCUS_WORD_MARGIN = 0.3
 # nearest the prompt in meaning is not evidence of speaking to something else ("How do I
 # regenerate atlantis.yaml?" lost its answer, the nearest at 0.72, to the scaffold command
 # that also regenerates it). Chosen leave-one-project-out on all seven dev projects (1
-# against 0): held-out recall_any 89.7 -> 90.2 %, precision 48.1 -> 47.9 %
+# against 0): held-out means recall_any 89.7 -> 90.2 %, precision 48.2 -> 47.9 %
 # (bench/relevance_fit.py --choose FOCUS_NEAREST_KEPT=0,1).
 FOCUS_NEAREST_KEPT = 1
 # A pack's window is ordered with each candidate's focus lift (``Focused``): its focus on a
