@@ -191,7 +191,10 @@ class Evidence:
 # (GraphQL, NamedTuple), or a capital inside a sentence. Not all capitals alone (API, CI,
 # AGENTS.md): acronyms and boilerplate file names, not subjects; and not the first word of
 # a sentence, a line or a list item ("- Add a test").
-_WORD = re.compile(r"[^\W_](?:[\w]|[.-](?=\w))*", re.UNICODE)
+# CJK characters end a word: Chinese and Japanese write identifiers against their own
+# text without a space ("调大HikariPool的连接池").
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[^\W_{_CJK}](?:[^\W{_CJK}]|[.-](?=[^\W{_CJK}]))*", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?:;]\s|[.!?:;]$")
 
 

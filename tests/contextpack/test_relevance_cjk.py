@@ -46,3 +46,11 @@ def test_a_chinese_prompt_naming_an_identifier_finds_its_entry(api, remember):
     pool = entry("`HikariPool` 的连接池大小在 application.yml 里配置，默认 20。")
     entry("支付单超时时间是 30 分钟，超时后自动关闭。")
     assert cited(api, "cjk3", "HikariPool 连接池要调大，改哪里？") == [pool]
+
+
+def test_an_identifier_written_against_chinese_text_is_an_anchor():
+    # Chinese and Japanese write no space between their text and an identifier.
+    from powercontext.search import relevance
+
+    assert frozenset({"hikaripool"}) in relevance.anchor_names("调大HikariPool的连接池")
+    assert frozenset({"make_release"}) in relevance.anchor_names("用make_releaseでタグを作る")
