@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Register (or remove) the PowerContext UserPromptSubmit hook for Codex or Claude Code.
+"""Register (or remove) the PowerContext hooks for Codex or Claude Code: UserPromptSubmit
+(the Context Pack before each prompt) and SessionStart (the session pack).
 
     python3 hooks/install.py --agent codex                   # ~/.codex/hooks.json
     python3 hooks/install.py --agent claude --scope project  # <repo>/.claude/settings.local.json
     python3 hooks/install.py --agent codex --dry-run         # show, write nothing
     python3 hooks/install.py --agent codex --uninstall
 
-Merges into an existing file without touching other settings or hooks: the PowerContext
-handler is appended as its own matcher group (Codex keys hook trust by position, so
-groups already there keep their place), replaced in place when an earlier run of this
+Merges into an existing file without touching other settings or hooks: for each event the
+PowerContext handler is appended as its own matcher group (Codex keys hook trust by
+position, so groups already there keep their place), replaced in place when an earlier run of this
 installer wrote it with another interpreter or checkout, and left alone when it is
 already there. A handler this installer did not write is never changed or removed, even
 when it names the hook's script: it is pointed out instead (``is_ours``,
@@ -44,9 +45,18 @@ ENTRY_SCRIPTS = {
     "codex": "codex_user_prompt_submit.py",
     "claude": "claude_user_prompt_submit.py",
 }
+# The session pack, as the plugins register it (plugins/*/): same timeout, its own status.
+SESSION_EVENT = "SessionStart"
+SESSION_SCRIPTS = {
+    "codex": "codex_session_start.py",
+    "claude": "claude_session_start.py",
+}
+# Both events, in the order they are written (a new file lists the prompt hook first).
+EVENTS = (EVENT, SESSION_EVENT)
 # Seconds. The hook stops itself after about 1.5 s; this is only the host's backstop.
 HOST_TIMEOUT = 5
 STATUS_MESSAGE = "PowerContext recall"
+STATUS_MESSAGES = {EVENT: STATUS_MESSAGE, SESSION_EVENT: "PowerContext session memory"}
 # A settings file is a few kilobytes; a repository's file larger than this is not read.
 PROJECT_FILE_LIMIT = 1024 * 1024
 
@@ -152,35 +162,43 @@ def default_python() -> str:
     return os.path.realpath(found) if found else sys.executable
 
 
-def entry_script(agent: str) -> str:
-    """This checkout's entry script for ``agent``, the file the hook command runs."""
-    return os.path.join(HOOKS_DIR, ENTRY_SCRIPTS[agent])
+def script_name(agent: str, event: str = EVENT) -> str:
+    """The file name of ``agent``'s entry script for ``event`` (``EVENT`` or
+    ``SESSION_EVENT``)."""
+    return (SESSION_SCRIPTS if event == SESSION_EVENT else ENTRY_SCRIPTS)[agent]
 
 
-def hook_command(agent: str, python: str) -> str:
+def entry_script(agent: str, event: str = EVENT) -> str:
+    """This checkout's entry script for ``agent`` and ``event``, the file the hook command
+    runs."""
+    return os.path.join(HOOKS_DIR, script_name(agent, event))
+
+
+def hook_command(agent: str, python: str, event: str = EVENT) -> str:
     # -S: no site-packages to scan; the hook needs the standard library only.
-    return " ".join(shlex.quote(part) for part in (python, "-S", entry_script(agent)))
+    return " ".join(shlex.quote(part) for part in (python, "-S", entry_script(agent, event)))
 
 
-def handler(agent: str, command: str) -> dict:
+def handler(agent: str, command: str, event: str = EVENT) -> dict:
     entry = {"type": "command", "command": command, "timeout": HOST_TIMEOUT}
     if agent == "codex":
-        entry["statusMessage"] = STATUS_MESSAGE
+        entry["statusMessage"] = STATUS_MESSAGES[event]
     return entry
 
 
-def group(agent: str, command: str) -> dict:
+def group(agent: str, command: str, event: str = EVENT) -> dict:
     # Codex ignores matchers for UserPromptSubmit (and a matcher would change the trust
-    # hash); Claude Code documents an empty matcher as "match everything".
+    # hash; its plugin's SessionStart group has none either, so every source fires);
+    # Claude Code documents an empty matcher as "match everything".
     if agent == "claude":
-        return {"matcher": "", "hooks": [handler(agent, command)]}
-    return {"hooks": [handler(agent, command)]}
+        return {"matcher": "", "hooks": [handler(agent, command, event)]}
+    return {"hooks": [handler(agent, command, event)]}
 
 
-def handlers(data: dict) -> list:
-    """Every handler of the ``UserPromptSubmit`` groups in a settings object."""
+def handlers(data: dict, event: str = EVENT) -> list:
+    """Every handler of the ``event`` groups in a settings object."""
     hooks = data.get("hooks")
-    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
     found = []
     for grp in groups if isinstance(groups, list) else []:
         entries = grp.get("hooks") if isinstance(grp, dict) else None
@@ -198,11 +216,11 @@ def is_ours(entry: object, command: str) -> bool:
     )
 
 
-def installer_script(agent: str, entry: object) -> str | None:
-    """The script of a handler this installer wrote, with whatever interpreter and from
-    whatever checkout: ``<python> -S /abs/.../hooks/<entry script>``, quoted exactly as
-    :func:`hook_command` quotes it. None for anything else. Only such a handler is replaced
-    or removed in place; nothing looser counts as PowerContext's."""
+def installer_script(agent: str, entry: object, event: str = EVENT) -> str | None:
+    """The script of an ``event`` handler this installer wrote, with whatever interpreter
+    and from whatever checkout: ``<python> -S /abs/.../hooks/<entry script>``, quoted
+    exactly as :func:`hook_command` quotes it. None for anything else. Only such a handler
+    is replaced or removed in place; nothing looser counts as PowerContext's."""
     if not isinstance(entry, dict) or entry.get("type") != "command":
         return None
     command = entry.get("command")
@@ -219,15 +237,15 @@ def installer_script(agent: str, entry: object) -> str | None:
     script = parts[2]
     if (
         not os.path.isabs(script)
-        or os.path.basename(script) != ENTRY_SCRIPTS[agent]
+        or os.path.basename(script) != script_name(agent, event)
         or os.path.basename(os.path.dirname(script)) != "hooks"
     ):
         return None
     return script
 
 
-def installer_shaped(agent: str, entry: object) -> bool:
-    return installer_script(agent, entry) is not None
+def installer_shaped(agent: str, entry: object, event: str = EVENT) -> bool:
+    return installer_script(agent, entry, event) is not None
 
 
 def names_powercontext(entry: object) -> bool:
@@ -237,7 +255,7 @@ def names_powercontext(entry: object) -> bool:
         return False
     command = entry["command"]
     return "powercontext" in command.lower() or any(
-        name in command for name in ENTRY_SCRIPTS.values()
+        name in command for name in (*ENTRY_SCRIPTS.values(), *SESSION_SCRIPTS.values())
     )
 
 
@@ -322,18 +340,20 @@ def load(path: str, project_root: str | None = None) -> tuple[dict, bool]:
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
         raise InstallError(f'"hooks" in {path} is not an object; nothing was changed')
-    groups = (hooks or {}).get(EVENT)
-    if groups is not None and not isinstance(groups, list):
-        raise InstallError(f'"hooks.{EVENT}" in {path} is not a list; nothing was changed')
+    for event in EVENTS:
+        groups = (hooks or {}).get(event)
+        if groups is not None and not isinstance(groups, list):
+            raise InstallError(f'"hooks.{event}" in {path} is not a list; nothing was changed')
     return data, True
 
 
-def merge(agent: str, data: dict, command: str) -> tuple[dict, str, list[str]]:
-    """(new settings, what changed: "added" | "updated" | "unchanged", the commands of
-    handlers left alone that name PowerContext but are not the installer's)."""
+def merge(agent: str, data: dict, command: str, event: str = EVENT) -> tuple[dict, str, list[str]]:
+    """(new settings, what changed for ``event``: "added" | "updated" | "unchanged", the
+    commands of its handlers left alone that name PowerContext but are not the
+    installer's). ``command`` is :func:`hook_command` for ``event``."""
     data = json.loads(json.dumps(data))  # a deep copy; the input stays as read
-    groups = data.setdefault("hooks", {}).setdefault(EVENT, [])
-    wanted = handler(agent, command)
+    groups = data.setdefault("hooks", {}).setdefault(event, [])
+    wanted = handler(agent, command, event)
     found = False
     changed = False
     foreign = []
@@ -345,7 +365,7 @@ def merge(agent: str, data: dict, command: str) -> tuple[dict, str, list[str]]:
             continue
         remaining = []
         for entry in entries:
-            if not (is_ours(entry, command) or installer_shaped(agent, entry)):
+            if not (is_ours(entry, command) or installer_shaped(agent, entry, event)):
                 if names_powercontext(entry):
                     foreign.append(entry["command"])
                 remaining.append(entry)
@@ -358,38 +378,38 @@ def merge(agent: str, data: dict, command: str) -> tuple[dict, str, list[str]]:
         if remaining or not entries:
             grp["hooks"] = remaining
             kept.append(grp)
-    data["hooks"][EVENT] = kept
+    data["hooks"][event] = kept
     if not found:
-        kept.append(group(agent, command))
+        kept.append(group(agent, command, event))
         return data, "added", foreign
     return data, "updated" if changed else "unchanged", foreign
 
 
-def remove(agent: str, data: dict) -> tuple[dict, int, list[str]]:
-    """(new settings, number of PowerContext handlers removed, the commands of handlers
-    left alone that name PowerContext but are not the installer's)."""
+def remove(agent: str, data: dict, event: str = EVENT) -> tuple[dict, int, list[str]]:
+    """(new settings, number of PowerContext ``event`` handlers removed, the commands of
+    its handlers left alone that name PowerContext but are not the installer's)."""
     data = json.loads(json.dumps(data))
     hooks = data.get("hooks")
-    if not isinstance(hooks, dict) or not isinstance(hooks.get(EVENT), list):
+    if not isinstance(hooks, dict) or not isinstance(hooks.get(event), list):
         return data, 0, []
     removed = 0
     foreign = []
     kept = []
-    for grp in hooks[EVENT]:
+    for grp in hooks[event]:
         entries = grp.get("hooks") if isinstance(grp, dict) else None
         if not isinstance(entries, list):
             kept.append(grp)
             continue
-        remaining = [e for e in entries if not installer_shaped(agent, e)]
+        remaining = [e for e in entries if not installer_shaped(agent, e, event)]
         foreign.extend(e["command"] for e in remaining if names_powercontext(e))
         removed += len(entries) - len(remaining)
         if remaining or not entries:
             grp["hooks"] = remaining
             kept.append(grp)
     if kept:
-        hooks[EVENT] = kept
+        hooks[event] = kept
     else:
-        del hooks[EVENT]
+        del hooks[event]
         if not hooks:
             del data["hooks"]
     return data, removed, foreign
@@ -427,29 +447,29 @@ def next_steps(agent: str, uninstall: bool) -> list[str]:
     if uninstall:
         if agent == "codex":
             return [
-                "Restart Codex (or open /hooks) so the session drops the hook.",
+                "Restart Codex (or open /hooks) so the session drops the hooks.",
                 "Hooks after the removed one moved up a place; Codex keys trust by place, so"
                 " it may ask you to trust them again in /hooks.",
             ]
-        return ["Restart Claude Code (or open /hooks) so the session drops the hook."]
+        return ["Restart Claude Code (or open /hooks) so the session drops the hooks."]
     steps = [
         "Make POWERCONTEXT_URL (default http://127.0.0.1:8000) and, if the server has one,"
         " POWERCONTEXT_API_TOKEN visible in the environment the agent starts from.",
     ]
     if agent == "codex":
         steps += [
-            "Trust the hook: in Codex's /hooks, or without the TUI with"
-            f" {doctor} --agent codex --trust-codex-hook. Codex skips an untrusted hook"
-            " without a word (and `codex exec` has no prompt to trust it), so this step is"
-            " required.",
+            "Trust both hooks (UserPromptSubmit and SessionStart): in Codex's /hooks, or"
+            f" without the TUI with {doctor} --agent codex --trust-codex-hook. Codex skips an"
+            " untrusted hook without a word (and `codex exec` has no prompt to trust it), so"
+            " this step is required.",
             "Hooks need a recent Codex (they are on by default there); if your config.toml"
             " sets [features] hooks = false, turn it back on. A project .codex/hooks.json"
             " loads only in a project Codex trusts.",
         ]
     else:
         steps += [
-            "Start Claude Code and run /hooks: the PowerContext command is listed under"
-            " UserPromptSubmit.",
+            "Start Claude Code and run /hooks: the PowerContext commands are listed under"
+            " UserPromptSubmit and SessionStart.",
         ]
     steps.append(f"Check the whole path the way the hook sees it: {doctor} --agent {agent}")
     return steps
@@ -458,7 +478,8 @@ def next_steps(agent: str, uninstall: bool) -> list[str]:
 def run(argv: list[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(
-        description="Register the PowerContext UserPromptSubmit hook for Codex or Claude Code."
+        description="Register the PowerContext UserPromptSubmit and SessionStart hooks for"
+        " Codex or Claude Code."
     )
     parser.add_argument("--agent", choices=sorted(ENTRY_SCRIPTS), required=True)
     parser.add_argument(
@@ -477,7 +498,7 @@ def run(argv: list[str] | None = None, out=None) -> int:
         default=None,
         help="interpreter for the hook (3.9+; default: python3 on PATH, resolved)",
     )
-    parser.add_argument("--uninstall", action="store_true", help="remove the hook instead")
+    parser.add_argument("--uninstall", action="store_true", help="remove the hooks instead")
     parser.add_argument("--dry-run", action="store_true", help="show the result, write nothing")
     args = parser.parse_args(argv)
 
@@ -494,12 +515,29 @@ def run(argv: list[str] | None = None, out=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+    new = data
+    foreign: list[str] = []
+    commands = []
     if args.uninstall:
-        new, removed, foreign = remove(args.agent, data)
+        removed = 0
+        for event in EVENTS:
+            new, count, others = remove(args.agent, new, event)
+            removed += count
+            foreign += others
         change = f"removed {removed} PowerContext handler(s)" if removed else "unchanged"
     else:
-        command = hook_command(args.agent, args.python or default_python())
-        new, change, foreign = merge(args.agent, data, command)
+        python = args.python or default_python()
+        changes = []
+        for event in EVENTS:
+            command = hook_command(args.agent, python, event)
+            commands.append((event, command))
+            new, done, others = merge(args.agent, new, command, event)
+            foreign += others
+            if done != "unchanged":
+                changes.append(f"{event} hook {done}")
+        # "added", "updated": each event is said, so an upgrade from an install that had
+        # only the prompt hook reads "SessionStart hook added".
+        change = ", ".join(changes) if changes else "unchanged"
     verb = "would be" if args.dry_run else "is"
     if change == "unchanged":
         print(f"{path}: already as wanted, nothing to do", file=out)
@@ -536,8 +574,8 @@ def run(argv: list[str] | None = None, out=None) -> int:
             " by hand.",
             file=out,
         )
-    if not args.uninstall:
-        print(f"The hook command {verb}: {command}", file=out)
+    for event, command in commands:
+        print(f"The {event} hook command {verb}: {command}", file=out)
     print("Next:", file=out)
     for step in next_steps(args.agent, args.uninstall):
         print("  - " + step, file=out)

@@ -57,6 +57,16 @@ def ours(agent):
     return "/usr/bin/python3 -S " + script
 
 
+def ours_session(agent):
+    script = str(HOOKS_DIR / (f"{agent}_session_start.py"))
+    return "/usr/bin/python3 -S " + script
+
+
+def commands(data, event):
+    """The commands of every ``event`` handler, group by group."""
+    return [[e["command"] for e in g["hooks"]] for g in data["hooks"].get(event, [])]
+
+
 @pytest.fixture
 def home(tmp_path):
     path = tmp_path / "home"
@@ -78,6 +88,13 @@ def test_claude_install_merges_into_existing_settings(home):
             "hooks": [{"type": "command", "command": ours("claude"), "timeout": 5}],
         }
     )
+    # The session hook as the plugin registers it: an empty matcher, every source.
+    expected["hooks"]["SessionStart"] = [
+        {
+            "matcher": "",
+            "hooks": [{"type": "command", "command": ours_session("claude"), "timeout": 5}],
+        }
+    ]
     assert data == expected
     assert list(data) == list(CLAUDE_SETTINGS), "key order is kept"
     assert str(settings) in done.stdout
@@ -92,7 +109,20 @@ def test_codex_install_appends_after_existing_hooks(home):
     done = install(home, "--agent", "codex")
     assert done.returncode == 0, done.stderr
     data = read(hooks_json)
-    assert data["hooks"]["SessionStart"] == CODEX_HOOKS["hooks"]["SessionStart"]
+    sessions = data["hooks"]["SessionStart"]
+    assert sessions[0] == CODEX_HOOKS["hooks"]["SessionStart"][0], "existing group keeps index 0"
+    assert sessions[1:] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": ours_session("codex"),
+                    "timeout": 5,
+                    "statusMessage": "PowerContext session memory",
+                }
+            ]
+        }
+    ]
     groups = data["hooks"]["UserPromptSubmit"]
     assert groups[0] == CODEX_HOOKS["hooks"]["UserPromptSubmit"][0], "existing group keeps index 0"
     assert groups[1] == {
@@ -132,8 +162,100 @@ def test_install_is_idempotent(agent, home):
     assert path.stat().st_mtime_ns == mtime
 
 
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_both_events_are_registered_each_in_its_own_group(agent, home):
+    done = install(home, "--agent", agent)
+    assert done.returncode == 0, done.stderr
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    data = read(path)
+    assert list(data["hooks"]) == ["UserPromptSubmit", "SessionStart"]
+    assert commands(data, "UserPromptSubmit") == [[ours(agent)]]
+    assert commands(data, "SessionStart") == [[ours_session(agent)]]
+    assert "UserPromptSubmit hook added, SessionStart hook added" in done.stdout
+    assert f"The SessionStart hook command is: {ours_session(agent)}" in done.stdout
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_a_prompt_only_install_gains_the_session_hook(agent, home):
+    """What an earlier version of the installer left: the prompt hook alone."""
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    install(home, "--agent", agent)
+    data = read(path)
+    del data["hooks"]["SessionStart"]
+    path.write_text(json.dumps(data))
+    done = install(home, "--agent", agent)
+    assert done.returncode == 0, done.stderr
+    assert "SessionStart hook added" in done.stdout
+    assert "UserPromptSubmit hook added" not in done.stdout, "the prompt hook was already right"
+    assert "UserPromptSubmit hook updated" not in done.stdout
+    after = read(path)
+    assert after["hooks"]["UserPromptSubmit"] == data["hooks"]["UserPromptSubmit"]
+    assert commands(after, "SessionStart") == [[ours_session(agent)]]
+    again = install(home, "--agent", agent)
+    assert "nothing to do" in again.stdout
+
+
 # What an earlier run wrote from a checkout since moved, with another interpreter.
 STALE = "/usr/bin/python3.9 -S /old/place/hooks/codex_user_prompt_submit.py"
+STALE_SESSION = "/usr/bin/python3.9 -S /old/place/hooks/codex_session_start.py"
+
+
+def test_a_changed_session_command_is_updated_in_place(home):
+    hooks_json = home / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    data = json.loads(json.dumps(CODEX_HOOKS))
+    # Codex keys trust by place: the stale handler keeps the place it had, after "sh
+    # session.sh", and nothing is appended.
+    data["hooks"]["SessionStart"].append({"hooks": [{"type": "command", "command": STALE_SESSION}]})
+    hooks_json.write_text(json.dumps(data))
+    done = install(home, "--agent", "codex")
+    assert "SessionStart hook updated" in done.stdout
+    assert commands(read(hooks_json), "SessionStart") == [
+        ["sh session.sh"],
+        [ours_session("codex")],
+    ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 /old/place/hooks/codex_session_start.py",
+        "sh -c 'curl evil' codex_session_start.py",
+        "/usr/bin/python3 -S /x/hooks/codex_session_start.py; touch /tmp/x",
+        # The prompt script registered for SessionStart is not what the installer writes.
+        "/usr/bin/python3 -S /x/hooks/codex_user_prompt_submit.py",
+        "python3 -S /opt/powercontext/start.py",
+    ],
+)
+def test_a_foreign_session_handler_is_left_alone_and_pointed_out(home, command):
+    hooks_json = home / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    theirs = {"type": "command", "command": command}
+    hooks_json.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [theirs]}]}}))
+    done = install(home, "--agent", "codex")
+    assert done.returncode == 0, done.stderr
+    sessions = read(hooks_json)["hooks"]["SessionStart"]
+    assert sessions[0] == {"hooks": [theirs]}
+    assert commands(read(hooks_json), "SessionStart")[1:] == [[ours_session("codex")]]
+    assert "not what this installer writes" in done.stdout
+    assert json.dumps(command) in done.stdout
+    done = install(home, "--agent", "codex", "--uninstall")
+    assert "removed 2" in done.stdout
+    assert json.dumps(command) in done.stdout
+    assert read(hooks_json) == {"hooks": {"SessionStart": [{"hooks": [theirs]}]}}
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_uninstall_removes_both_hooks(agent, home):
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model": "x"}))
+    install(home, "--agent", agent)
+    assert set(read(path)["hooks"]) == {"SessionStart", "UserPromptSubmit"}
+    done = install(home, "--agent", agent, "--uninstall")
+    assert done.returncode == 0, done.stderr
+    assert "removed 2" in done.stdout
+    assert read(path) == {"model": "x"}
 
 
 def test_changed_command_is_updated_in_place(home):
@@ -205,8 +327,8 @@ def test_a_handler_the_installer_did_not_write_is_never_changed_or_removed(home,
     assert "not what this installer writes" in done.stdout
     assert json.dumps(command) in done.stdout
     done = install(home, "--agent", "codex", "--uninstall")
-    assert "removed 1" in done.stdout
-    assert read(hooks_json)["hooks"]["UserPromptSubmit"] == [{"hooks": [theirs]}]
+    assert "removed 2" in done.stdout
+    assert read(hooks_json) == {"hooks": {"UserPromptSubmit": [{"hooks": [theirs]}]}}
 
 
 def test_dry_run_writes_nothing(home):
@@ -219,6 +341,7 @@ def test_dry_run_writes_nothing(home):
     assert settings.read_text() == original
     assert "dry run" in done.stdout
     assert ours("claude") in done.stdout
+    assert ours_session("claude") in done.stdout
     assert not (home / ".codex").exists()
     done = install(home, "--agent", "codex", "--dry-run")
     assert not (home / ".codex").exists()
@@ -233,7 +356,7 @@ def test_uninstall_restores_the_other_hooks(agent, home):
     install(home, "--agent", agent)
     done = install(home, "--agent", agent, "--uninstall")
     assert done.returncode == 0, done.stderr
-    assert "removed 1" in done.stdout
+    assert "removed 2" in done.stdout
     assert read(path) == original
     again = install(home, "--agent", agent, "--uninstall")
     assert "nothing to do" in again.stdout
@@ -289,6 +412,9 @@ def test_project_scope_writes_local_settings_git_never_commits(home, tmp_path):
     assert (project / ".claude" / "settings.json").read_text() == team
     local = read(project / ".claude" / "settings.local.json")
     assert local["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == ours("claude")
+    assert commands(local, "SessionStart") == [[ours_session("claude")]]
+    codex = read(project / ".codex" / "hooks.json")
+    assert commands(codex, "SessionStart") == [[ours_session("codex")]]
     assert untracked(project) == [".claude/settings.json"]
     assert not (home / ".codex").exists()
     # A second run neither changes the file nor adds the exclude line again.
@@ -352,7 +478,14 @@ def test_codex_home_and_claude_config_dir_are_respected(home, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "content", ["{not json", "[1, 2]", '{"hooks": []}', '{"hooks": {"UserPromptSubmit": {}}}']
+    "content",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"hooks": []}',
+        '{"hooks": {"UserPromptSubmit": {}}}',
+        '{"hooks": {"SessionStart": "x"}}',
+    ],
 )
 def test_unmergeable_file_is_left_alone(content, home):
     settings = home / ".claude" / "settings.json"
