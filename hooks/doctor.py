@@ -269,20 +269,29 @@ def interpreters() -> set[str]:
     return {install.default_python(), sys.executable, os.path.realpath(sys.executable)}
 
 
-def judge(agent: str, found: Registration) -> None:
-    """Set ``trusted`` (exactly what the installer or the plugin writes, for this checkout)
-    or ``why`` not."""
+def is_installer_command(agent: str, command: str, event: str = install.EVENT) -> bool:
+    """Exactly the ``event`` command install.py writes for this checkout, with one of the
+    interpreters it would choose here."""
+    if agent not in install.ENTRY_SCRIPTS:
+        return False  # install.py does not register this agent's hooks
+    return any(command == install.hook_command(agent, python, event) for python in interpreters())
+
+
+def judge(agent: str, found: Registration, event: str = install.EVENT) -> None:
+    """Set ``trusted`` (exactly what the installer or the plugin writes for ``event``, for
+    this checkout) or ``why`` not."""
     command = found.command or ""
     if found.scope == "plugin":
-        found.trusted = command == PLUGIN_COMMANDS[agent]
+        plugin = PLUGIN_SESSION_COMMANDS if event == install.SESSION_EVENT else PLUGIN_COMMANDS
+        found.trusted = command == plugin[agent]
         if not found.trusted:
             found.why = "it is not the command the PowerContext plugin ships"
         return
-    if any(command == install.hook_command(agent, python) for python in interpreters()):
+    if is_installer_command(agent, command, event):
         found.trusted = True
         return
-    script = install.installer_script(agent, {"type": "command", "command": command})
-    here = install.entry_script(agent)
+    script = install.installer_script(agent, {"type": "command", "command": command}, event)
+    here = install.entry_script(agent, event)
     if script is not None and os.path.realpath(script) == os.path.realpath(here):
         if found.scope == "user":
             # The user's own file, with an interpreter chosen with --python.
@@ -304,9 +313,11 @@ REDIRECTING_VARIABLES = (
 )
 
 
-def other_event_handlers(path: str, project_root: str) -> list[Registration]:
+def other_event_handlers(agent: str, path: str, project_root: str) -> list[Registration]:
     """Handlers of any other event (SessionStart, ...) in a repository's file that name
-    PowerContext: the installer writes none there, so none is PowerContext's own."""
+    PowerContext. The one the installer writes there is exactly its SessionStart command
+    for this checkout (``install.py --scope project``), matched as the prompt hook is;
+    anything else is the repository's choice, so none is PowerContext's own."""
     try:
         data, _ = install.load(path, project_root)
     except install.InstallError:
@@ -318,10 +329,17 @@ def other_event_handlers(path: str, project_root: str) -> list[Registration]:
             continue
         for grp in groups:
             for entry in grp.get("hooks") or [] if isinstance(grp, dict) else []:
-                if install.names_powercontext(entry):
-                    registration = Registration(path, "project", str(entry.get("command")))
-                    registration.why = f"a {shown(str(event))} handler the repository chose"
-                    found.append(registration)
+                if not install.names_powercontext(entry):
+                    continue
+                if (
+                    event == install.SESSION_EVENT
+                    and entry.get("type") == "command"
+                    and is_installer_command(agent, entry["command"], install.SESSION_EVENT)
+                ):
+                    continue  # what install.py wrote; the prompt hook's line speaks for it
+                registration = Registration(path, "project", str(entry.get("command")))
+                registration.why = f"a {shown(str(event))} handler the repository chose"
+                found.append(registration)
     return found
 
 
@@ -359,7 +377,7 @@ def registrations(agent: str, home: str, project_dir: str) -> list[Registration]
     root = install.find_project_root(project_dir)
     for path in project_files(agent, root):
         found.extend(read_settings(path, "project", root))
-        found.extend(other_event_handlers(path, root))
+        found.extend(other_event_handlers(agent, path, root))
     for registration in found:
         if registration.command is not None and not registration.why:
             judge(agent, registration)
@@ -639,11 +657,13 @@ def codex_hook_is_ours(entry: dict) -> bool:
         if entry.get("eventName") == "sessionStart":
             commands = PLUGIN_SESSION_COMMANDS
         return command == commands.get("codex", "").replace("${PLUGIN_ROOT}", root)
-    if entry.get("eventName") != "userPromptSubmit":
+    events = {"userPromptSubmit": install.EVENT, "sessionStart": install.SESSION_EVENT}
+    event = events.get(str(entry.get("eventName")))
+    if event is None:
         return False
     scope = "user" if entry.get("source") == "user" else "project"
     found = Registration(str(entry.get("sourcePath")), scope, command)
-    judge("codex", found)
+    judge("codex", found, event)
     return found.trusted
 
 

@@ -93,3 +93,81 @@ def test_repository_settings_naming_powercontext_are_flagged(home, server):  # n
         and "POWERCONTEXT_ALLOW_INSECURE_HTTP" in line
         for line in lines
     ), done.stdout
+
+
+def shown_event(event):
+    return json.dumps(event)
+
+
+def installed_command(agent, event):
+    """The command install.py writes (run with this interpreter) for ``event``."""
+    script = "session_start" if event == "SessionStart" else "user_prompt_submit"
+    return f"{sys.executable} -S {HOOKS_DIR / f'{agent}_{script}.py'}"
+
+
+def test_the_installers_project_session_hook_is_not_flagged_but_others_are(home, server):  # noqa: F811
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
+    subprocess.run(
+        [
+            *(sys.executable, str(HOOKS_DIR / "install.py"), "--agent", "claude"),
+            *("--scope", "project", "--project-dir", str(home), "--python", sys.executable),
+        ],
+        env=hook_env(home),
+        check=True,
+        capture_output=True,
+    )
+    local = home / ".claude" / "settings.local.json"
+    assert installed_command("claude", "SessionStart") in local.read_text()
+    done = doctor(home, server.url, "--agent", "claude", "--no-hook-run", "--no-agent")
+    assert "found, not trusted" not in done.stdout, done.stdout
+    assert f"registered in {local}" in done.stdout
+    # Anything else naming PowerContext in a repository's file is still the repository's
+    # choice: the session script with another interpreter, a copy elsewhere, the exact
+    # session command under another event.
+    data = json.loads(local.read_text())
+    others = [
+        ("SessionStart", f"/usr/bin/python3.9 -S {HOOKS_DIR / 'claude_session_start.py'}"),
+        ("SessionStart", "/usr/bin/python3 -S /elsewhere/hooks/claude_session_start.py"),
+        ("Stop", installed_command("claude", "SessionStart")),
+    ]
+    for event, command in others:
+        handler = {"type": "command", "command": command}
+        data["hooks"].setdefault(event, []).append({"matcher": "", "hooks": [handler]})
+    local.write_text(json.dumps(data))
+    done = doctor(home, server.url, "--agent", "claude", "--no-hook-run", "--no-agent")
+    flagged = [line for line in fix_lines(done.stdout) if "found, not trusted" in line]
+    assert len(flagged) == len(others), done.stdout
+    # Reported event by event (sorted), each in its order in the file.
+    for (event, command), line in zip(sorted(others, key=lambda o: o[0]), flagged, strict=True):
+        assert json.dumps(command) in line
+        assert shown_event(event) in line
+
+
+def test_codex_trust_is_recorded_for_the_installers_session_hook(tmp_path, home, server):  # noqa: F811
+    codex = FakeCodex(tmp_path)
+    hooks_json = str(home / ".codex" / "hooks.json")
+    keys = {}
+    for event, name in (("UserPromptSubmit", "userPromptSubmit"), ("SessionStart", "sessionStart")):
+        keys[event] = f"{hooks_json}:{name}:0:0"
+        codex.state["hooks"].append(
+            {
+                "key": keys[event],
+                "eventName": name,
+                "command": installed_command("codex", event),
+                "sourcePath": hooks_json,
+                "source": "user",
+                "enabled": True,
+                "currentHash": "sha256:" + "c" * 64,
+                "trustStatus": "untrusted",
+            }
+        )
+    # Not the installer's: the session script of another copy. Never trusted.
+    foreign = dict(codex.state["hooks"][-1], key=f"{hooks_json}:sessionStart:1:0")
+    foreign["command"] = "/usr/bin/python3 -S /elsewhere/hooks/codex_session_start.py"
+    codex.state["hooks"].append(foreign)
+    codex.state["mcp_servers"] = {"powercontext": {"url": server.url + "/mcp"}}
+    done = codex.run(home, server.url, "--no-hook-run", "--trust-codex-hook")
+    assert "Codex trusts the UserPromptSubmit hook now" in done.stdout, done.stdout
+    assert "Codex trusts the SessionStart hook now" in done.stdout
+    edited = [edit["keyPath"] for call in codex.edits() for edit in call["edits"]]
+    assert edited == [f'hooks.state."{keys[event]}"' for event in keys]
