@@ -12,7 +12,9 @@ environment it builds and capture switched off (the doctor never writes to the s
 
 The doctor never runs a command it did not write. A registration counts as PowerContext's
 only when it is exactly what install.py writes for this checkout (or what the plugin
-ships); any other that names PowerContext is reported as "found, not trusted", with its
+ships), for its event: in a repository's file, the only SessionStart handler naming
+PowerContext that is not flagged is exactly the installer's session command for this
+checkout. Any other that names PowerContext is reported as "found, not trusted", with its
 file and command, and never run. A repository's own files (``.codex/hooks.json``,
 ``.claude/settings*.json``) are untrusted input: a clone chooses them. Exit code 0 when all is
 well, 1 when something needs fixing. Standard library only, Python 3.9+.
