@@ -386,6 +386,36 @@ def registrations(agent: str, home: str, project_dir: str) -> list[Registration]
     return found
 
 
+def missing_session_hooks(agent: str, found: list[Registration], project_dir: str) -> list[str]:
+    """Problem lines for each settings file holding the installer's prompt hook but not its
+    SessionStart hook (an install from before install.py wrote both): sessions there start
+    without their pack, and re-running the installer adds it."""
+    files: dict[str, str] = {}
+    for registration in found:
+        if registration.trusted and registration.scope != "plugin":
+            files.setdefault(registration.path, registration.scope)
+    root = install.find_project_root(project_dir)
+    lines = []
+    for path, scope in files.items():
+        try:
+            data, _ = install.load(path, root if scope == "project" else None)
+        except install.InstallError:
+            continue  # reported with the registration already
+        sessions = []
+        for entry in install.handlers(data, install.SESSION_EVENT):
+            if isinstance(entry, dict) and isinstance(entry.get("command"), str):
+                session = Registration(path, scope, entry["command"])
+                judge(agent, session, install.SESSION_EVENT)
+                sessions.append(session)
+        if not any(session.trusted for session in sessions):
+            lines.append(
+                f"{shown(path)} registers the PowerContext prompt hook but not its SessionStart"
+                " hook, so a session starts without its pack. Fix: "
+                + install_command(agent, scope, project_dir)
+            )
+    return lines
+
+
 def install_command(agent: str, scope: str, project_dir: str) -> str:
     parts = ["python3", os.path.join(install.HOOKS_DIR, "install.py"), "--agent", agent]
     if scope == "project":
@@ -987,6 +1017,8 @@ def run(argv: list[str] | None = None, out=None) -> int:
             "Codex runs the two PowerContext hooks only once trusted: check them in /hooks"
             " after every change."
         )
+    for text in missing_session_hooks(args.agent, found, args.cwd):
+        report.problem(text)
     for text in project_overrides(args.agent, args.cwd):
         report.problem(text)
     if not args.no_hook_run and not config.error:

@@ -171,3 +171,27 @@ def test_codex_trust_is_recorded_for_the_installers_session_hook(tmp_path, home,
     assert "Codex trusts the SessionStart hook now" in done.stdout
     edited = [edit["keyPath"] for call in codex.edits() for edit in call["edits"]]
     assert edited == [f'hooks.state."{keys[event]}"' for event in keys]
+
+
+def test_an_install_without_the_session_hook_is_a_problem_with_its_fix(home, server):  # noqa: F811
+    """What install.py wrote before it registered both hooks: the prompt hook alone."""
+    subprocess.run(
+        [
+            *(sys.executable, str(HOOKS_DIR / "install.py"), "--agent", "claude"),
+            *("--home", str(home), "--python", sys.executable),
+        ],
+        env=hook_env(home),
+        check=True,
+        capture_output=True,
+    )
+    settings = home / ".claude" / "settings.json"
+    done = doctor(home, server.url, "--agent", "claude", "--no-hook-run", "--no-agent")
+    assert "All good." in done.stdout, done.stdout
+    data = json.loads(settings.read_text())
+    del data["hooks"]["SessionStart"]
+    settings.write_text(json.dumps(data))
+    done = doctor(home, server.url, "--agent", "claude", "--no-hook-run", "--no-agent")
+    assert done.returncode == 1
+    [line] = [line for line in fix_lines(done.stdout) if "SessionStart" in line]
+    assert json.dumps(str(settings)) in line
+    assert line.endswith(f"Fix: python3 {HOOKS_DIR / 'install.py'} --agent claude"), line
