@@ -539,3 +539,41 @@ def test_installed_command_runs_the_hook(home, fake_server):
     assert done.returncode == 0
     assert run.returncode == 0
     assert json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"] == "ctx"
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_installed_session_command_runs_the_session_hook(agent, home, fake_server):
+    from .conftest import Reply, prepared
+    from .test_session_start import session_payload
+
+    server = fake_server({"/v1/context/session": Reply(200, prepared("session ctx"))})
+    done = subprocess.run(
+        [
+            sys.executable,
+            INSTALL,
+            "--home",
+            str(home),
+            "--agent",
+            agent,
+            "--python",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        env=hook_env(home),
+        check=True,
+    )
+    path = home / (".codex/hooks.json" if agent == "codex" else ".claude/settings.json")
+    [group] = read(path)["hooks"]["SessionStart"]
+    run = subprocess.run(  # noqa: S602 (hosts run the command through a shell)
+        group["hooks"][0]["command"],
+        shell=True,
+        input=json.dumps(session_payload(agent, str(home))).encode(),
+        capture_output=True,
+        env=hook_env(home, POWERCONTEXT_URL=server.url),
+        check=False,
+    )
+    assert done.returncode == 0
+    assert run.returncode == 0, run.stderr
+    output = json.loads(run.stdout)["hookSpecificOutput"]
+    assert output == {"hookEventName": "SessionStart", "additionalContext": "session ctx"}
