@@ -211,6 +211,7 @@ def ranked(
     subjects = frozenset(term for term, weight in weights.items() if weight >= mean_weight)
     evidence = []
     segments = query.segments or [query.terms]
+    prepared = relevance.weighted(weights, segments)
     for hit in fused:
         terms = frozenset(by_id[hit.key].searchable_text.split())
         held = len(weights.keys() & terms)
@@ -219,7 +220,7 @@ def ranked(
                 key=hit.key,
                 lexical=hit.key in lexical_keys,
                 similarity=similarity.get(hit.key, farthest),
-                coverage=relevance.coverage(terms, weights, segments),
+                coverage=relevance.coverage_of(terms, prepared),
                 terms=terms,
                 anchors_held=relevance.held(names, terms),
                 readable=relevance.readable(by_id[hit.key].searchable_text),

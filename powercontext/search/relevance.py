@@ -270,6 +270,8 @@ def picks_out(term: str, document_frequency: int, documents: int) -> bool:
 def readable(text: str) -> bool:
     """Whether the embedding model can read ``text``: most of its letters are Latin (the
     model's vocabulary is English). Text without letters is readable (numbers, symbols)."""
+    if text.isascii():
+        return True  # Every letter Latin, and checked in C: most entries (once per candidate).
     letters = [char for char in text if char.isalpha()]
     if not letters:
         return True
@@ -287,17 +289,37 @@ def coverage(
     segments: Sequence[Collection[str]],
 ) -> float:
     """The weighted share of the best segment's searchable words that ``terms`` holds."""
-    best = 0.0
+    return coverage_of(terms, weighted(weights, segments))
+
+
+def weighted(
+    weights: Mapping[str, float], segments: Sequence[Collection[str]]
+) -> list[tuple[list[tuple[str, float]], float]]:
+    """Each segment's searchable words with their weights, and their total: the part of
+    :func:`coverage` that does not depend on the candidate, done once per query."""
+    found = []
     for segment in segments:
-        total = held = 0.0
-        for term in set(segment):
-            weight = weights.get(term)
-            if weight is None:
-                continue
-            total += weight
-            if term in terms:
-                held += weight
+        pairs = [
+            (term, weight) for term in set(segment) if (weight := weights.get(term)) is not None
+        ]
+        total = 0.0
+        for _, weight in pairs:
+            total += weight  # in the order coverage always summed: the same float
+        found.append((pairs, total))
+    return found
+
+
+def coverage_of(
+    terms: Collection[str], segments: Sequence[tuple[list[tuple[str, float]], float]]
+) -> float:
+    """:func:`coverage` over the segments :func:`weighted` prepared."""
+    best = 0.0
+    for pairs, total in segments:
         if total > 0:
+            held = 0.0
+            for term, weight in pairs:
+                if term in terms:
+                    held += weight
             best = max(best, held / total)
     return best
 
