@@ -232,7 +232,15 @@ def held(names: Collection[frozenset[str]], terms: frozenset[str]) -> frozenset[
 
 
 def _is_identifier(word: str) -> bool:
-    return word.isascii() and any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+    return word.isascii() and _has_letter(word) and _ASCII_DIGIT.search(word) is not None
+
+
+# Checked in C for each word of a prompt: in ASCII, a letter is a character with two cases.
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def _has_letter(ascii_word: str) -> bool:
+    return ascii_word.lower() != ascii_word.upper()
 
 
 # Capitalised by convention, not names: "on Friday evening" names no subject of a scope.
@@ -243,7 +251,7 @@ CALENDAR_WORDS = frozenset(
 
 
 def _is_anchor(word: str, sentence_start: bool) -> bool:
-    if len(word) < 2 or not word.isascii() or not any(char.isalpha() for char in word):
+    if len(word) < 2 or not word.isascii() or not _has_letter(word):
         return False
     if word.lower() in CALENDAR_WORDS:
         return False
@@ -251,8 +259,8 @@ def _is_anchor(word: str, sentence_start: bool) -> bool:
         return True
     if word.isupper():
         return False
-    if any(char.isupper() for char in word[1:]):
-        return True  # GraphQL, NamedTuple
+    if word[1:] != word[1:].lower():
+        return True  # GraphQL, NamedTuple: an upper-case letter after the first
     return word[0].isupper() and not sentence_start
 
 

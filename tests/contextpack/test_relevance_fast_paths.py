@@ -1,0 +1,84 @@
+"""The relevance decision's per-candidate and per-word shortcuts give what the plain
+definitions give, on seeded random input: the ASCII checks done in C (``readable``,
+``_is_anchor``, ``_is_identifier``) and coverage's weights taken once per query."""
+
+import random
+import unicodedata
+
+from powercontext.search import relevance
+
+ALPHABET = "aZ9_.-x" + "éß中Ж" + "AbC0 "
+
+
+def _words(rng, count):
+    return ["".join(rng.choices(ALPHABET, k=rng.randint(0, 7))) for _ in range(count)]
+
+
+def _plain_readable(text):
+    letters = [char for char in text if char.isalpha()]
+    if not letters:
+        return True
+    latin = sum(
+        1 for char in letters if char.isascii() or unicodedata.name(char, "").startswith("LATIN")
+    )
+    return latin >= relevance.READABLE_SHARE * len(letters)
+
+
+def _plain_identifier(word):
+    return word.isascii() and any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+
+
+def _plain_anchor(word, sentence_start):
+    if len(word) < 2 or not word.isascii() or not any(char.isalpha() for char in word):
+        return False
+    if word.lower() in relevance.CALENDAR_WORDS:
+        return False
+    if _plain_identifier(word) or "_" in word:
+        return True
+    if word.isupper():
+        return False
+    if any(char.isupper() for char in word[1:]):
+        return True
+    return word[0].isupper() and not sentence_start
+
+
+def _plain_coverage(terms, weights, segments):
+    best = 0.0
+    for segment in segments:
+        total = held = 0.0
+        for term in set(segment):
+            weight = weights.get(term)
+            if weight is None:
+                continue
+            total += weight
+            if term in terms:
+                held += weight
+        if total > 0:
+            best = max(best, held / total)
+    return best
+
+
+def test_word_checks_match_their_plain_definitions():
+    rng = random.Random(41)
+    words = [*_words(rng, 20000), "Friday", "GraphQL", "HAR-1101", "v3", "ÉCOLE", "a1"]
+    for word in words:
+        assert relevance._is_identifier(word) == _plain_identifier(word), word
+        for start in (False, True):
+            assert relevance._is_anchor(word, start) == _plain_anchor(word, start), word
+    for _ in range(2000):
+        text = " ".join(_words(rng, rng.randint(0, 6)))
+        assert relevance.readable(text) == _plain_readable(text), text
+
+
+def test_coverage_prepared_once_is_the_same_float():
+    rng = random.Random(41)
+    vocabulary = [f"t{at}" for at in range(30)]
+    for _ in range(500):
+        weights = {term: rng.random() * 3 for term in rng.sample(vocabulary, 12)}
+        segments = [rng.sample(vocabulary, rng.randint(0, 8)) for _ in range(rng.randint(0, 4))]
+        prepared = relevance.weighted(weights, segments)
+        for _ in range(5):
+            terms = frozenset(rng.sample(vocabulary, rng.randint(0, 15)))
+            expected = _plain_coverage(terms, weights, segments)
+            assert relevance.coverage_of(terms, prepared) == expected
+            assert relevance.coverage(terms, weights, segments) == expected
