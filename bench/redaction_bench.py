@@ -66,7 +66,7 @@ def prose() -> str:
 def dense() -> str:
     lines = [
         "password=Tr0ub4dor&3-horse-{n}",
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE{n:03d}",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8kPrn{n:03d}",
         "api_key: 'sk_live_4eC39HqLyjWDarjtT1zd{n:04d}'",
         "token ghp_R7kPq2Wm9Xv4Ls8Tn3Yb6Hc1Jd5Fg0Aa{n:04d}",
         'db_password := "hunter{n}"',
