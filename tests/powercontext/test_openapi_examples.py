@@ -247,7 +247,16 @@ def story(transactional_db, settings):
     from django.db import connection
 
     reviewer_group = importlib.import_module("experience.migrations.0003_reviewer_group")
-    reviewer_group.create_group(apps, SimpleNamespace(connection=connection))
+    # The migration's function marks the apps it is given as having no models once done
+    # (right for its historical registry); given the live one, that would stop every
+    # later test from making these apps' permissions again: put the live marks back.
+    configs = [apps.get_app_config(label) for label, _ in reviewer_group.PERMISSIONS]
+    kept = [(config, config.models_module) for config in configs]
+    try:
+        reviewer_group.create_group(apps, SimpleNamespace(connection=connection))
+    finally:
+        for config, models_module in kept:
+            config.models_module = models_module
     settings.POWERCONTEXT_API_TOKEN = AGENT_TOKEN
     reviewer_token = experience_services.reviewer_token_issue(username="ana", create=True).token
     return Story(ApiClient(Client(), token=AGENT_TOKEN), ApiClient(Client(), token=reviewer_token))
