@@ -48,6 +48,14 @@ def build_server() -> MCPServer:
         instructions=INSTRUCTIONS,
         version=SERVER_VERSION,
         tools=tools,
+        # No `subscriptions/listen` (MCP 2026-07-28): its answer is a stream that never
+        # ends, and /mcp answers each POST with one buffered body on a WSGI worker thread
+        # (server/mcp/http.py), so every listen held a thread for good (four took the
+        # server down) and the client saw no answer at all: Copilot CLI waited 10 s for
+        # it before listing the tools. The tool list never changes while the server runs,
+        # so there is nothing to listen for; with it off the SDK advertises no listChanged
+        # and answers listen with "Method not found" at once.
+        subscriptions=False,
         # The SDK configures the root logger at this level when nothing else has; INFO
         # would log every request it handles next to the access log.
         log_level="WARNING",

@@ -542,3 +542,49 @@ def test_a_write_tool_says_what_it_redacted_in_meta_not_in_the_body(live_url):
     assert token not in leaked.structured_content["entry"]["text"]
     assert clean.meta == {"powercontext/redacted": "0"}
     assert not read.meta
+
+
+# -- MCP 2026-07-28 (no handshake: server/discover, then each request carries its version)
+
+
+def modern_post(url: str, method: str, params: dict | None = None) -> httpx.Response:
+    """A 2026-07-28 request as Copilot CLI 1.0.102 sends it: the version and the method in
+    headers and in the request's ``_meta``."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "copilot-cli", "version": "1.0.102"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return httpx.post(
+        url + "/mcp",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": method,
+            "params": {**(params or {}), "_meta": meta},
+        },
+        headers={
+            "Accept": "text/event-stream, application/json",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": method,
+        },
+        timeout=5,
+    )
+
+
+def test_a_modern_client_is_told_there_is_nothing_to_listen_for(live_url):
+    """``subscriptions/listen`` would be a stream that never ends, buffered on a worker
+    thread: discover advertises no list changes, listen is refused at once, and refusing
+    it holds no thread (the server has four: six listens, then it still answers)."""
+    discovered = modern_post(live_url, "server/discover")
+    assert discovered.status_code == 200, discovered.text
+    capabilities = discovered.json()["result"]["capabilities"]
+    assert capabilities["tools"].get("listChanged") in (None, False), capabilities
+    assert "2026-07-28" in discovered.json()["result"]["supportedVersions"]
+    for _ in range(6):
+        refused = modern_post(
+            live_url, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        )
+        assert refused.json()["error"]["code"] == -32601, refused.text  # Method not found
+    listed = modern_post(live_url, "tools/list")
+    assert [tool["name"] for tool in listed.json()["result"]["tools"]] == EXPECTED_TOOLS
