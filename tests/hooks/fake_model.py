@@ -20,6 +20,7 @@ get a short text.
 """
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -183,12 +184,29 @@ class FakeModel:
                     self._result(part.get("content"))
         wait = "WaitForMcpServers" if "WaitForMcpServers" in tools else None
         step = self.next_step(offered, done, wait)
+        if step is None and "ToolSearch" in tools:
+            step = self.tool_search(body, offered, done)
         if step is None:
             return {"type": "text", "text": FINAL_TEXT}
         name, arguments, call_id = step
         with self.lock:
             self.calls.append((name, arguments))
         return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+    def tool_search(self, body: dict, offered: dict[str, str], done: set[str]):
+        """Claude Code 2.1.332 defers MCP tools behind tool search: the request names them
+        in a system message and offers ``ToolSearch``, whose result loads them. The model
+        asks for the next step's tool by its exact name, once, as Claude would."""
+        text = json.dumps(body, ensure_ascii=False)
+        for index, step in enumerate(self.steps):
+            if f"call_{index}_{step.name}" in done or step.name in offered:
+                continue
+            names = sorted(set(re.findall(r"mcp__[A-Za-z0-9_-]+__" + step.name + r"\b", text)))
+            call_id = f"call_search_{index}"
+            if not names or call_id in done:
+                return None
+            return "ToolSearch", {"query": "select:" + names[0]}, call_id
+        return None
 
     def responses_item(self, body: dict) -> dict:
         offered: dict[str, tuple[str, str | None]] = {}
