@@ -38,9 +38,9 @@ from .test_real_agents import (
 
 pytestmark = pytest.mark.slow
 
-GEMINI_VERSION = "0.61.0"
-COPILOT_VERSION = "1.0.102"
-OPENCODE_VERSION = "1.18.33"
+GEMINI_VERSION = os.environ.get("GEMINI_CLI_VERSION", "0.61.0")
+COPILOT_VERSION = os.environ.get("COPILOT_CLI_VERSION", "1.0.102")
+OPENCODE_VERSION = os.environ.get("OPENCODE_VERSION", "1.18.33")
 
 
 @pytest.fixture(scope="session")
