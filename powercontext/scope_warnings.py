@@ -12,6 +12,8 @@ sentence are ``ascii()``-escaped, so the value is always a valid header.
 
 from __future__ import annotations
 
+import threading
+
 from powercontext.models import ArtifactHead, SourceRecord
 
 HEADER = "PowerContext-Warning"
@@ -24,6 +26,20 @@ SERVED = "the request was served as asked (scope ids are exact)"
 # Scopes known to exist need no near-miss check again: the check reads every scope id,
 # and a scope is rarely deleted (a stale entry here only spares a warning).
 _known: set[str] = set()
+
+# Every scope id, as of a data version: without it, each request on a scope that does
+# not exist yet (a typo is asked again and again) scanned both tables for their distinct
+# scope ids. The version is the newest row (id and scope) of each table a scope lives
+# in, read from the database on each use, so a write by any thread or process (another
+# server, an import, the admin) moves it and the next use reads the ids again; nothing
+# on the write paths has to remember to invalidate it. It only names the neighbours a
+# near miss is looked for among: whether the scope itself exists is still asked of the
+# database (an insert that commits after a newer one, possible on OceanBase, does not
+# move the version). A scope whose rows are all deleted stays here until the next
+# insert, so a warning may name it until then.
+_Version = tuple[tuple[int, str] | None, tuple[int, str] | None]
+_catalogue: tuple[_Version, tuple[str, ...]] | None = None
+_catalogue_lock = threading.Lock()
 
 
 def scope_warning(scope_id: str) -> str | None:
@@ -58,10 +74,38 @@ def _exists(scope_id: str) -> bool:
     )
 
 
-def _scopes() -> list[str]:
-    heads = ArtifactHead.objects.values_list("scope_id", flat=True).distinct()
-    sources = SourceRecord.objects.values_list("scope_id", flat=True).distinct()
-    return sorted(set(heads) | set(sources))
+def _scopes() -> tuple[str, ...]:
+    """Every scope id, sorted: read again only when the data version moved."""
+    global _catalogue
+    version = _version()
+    catalogue = _catalogue
+    if catalogue is None or catalogue[0] != version:
+        # One thread reads, the others wait for its answer rather than scan too.
+        with _catalogue_lock:
+            catalogue = _catalogue
+            if catalogue is None or catalogue[0] != version:
+                heads = ArtifactHead.objects.values_list("scope_id", flat=True).distinct()
+                sources = SourceRecord.objects.values_list("scope_id", flat=True).distinct()
+                catalogue = (version, tuple(sorted(set(heads) | set(sources))))
+                _catalogue = catalogue
+    return catalogue[1]
+
+
+def _version() -> _Version:
+    """The newest row of each table a scope lives in: two seeks on the primary key.
+    The scope id beside the row id tells apart a row whose id was given again (ids of
+    rolled-back inserts can be)."""
+    head = ArtifactHead.objects.order_by("-pk").values_list("pk", "scope_id").first()
+    source = SourceRecord.objects.order_by("-pk").values_list("pk", "scope_id").first()
+    return head, source
+
+
+def forget() -> None:
+    """Drop what this process remembers about scopes (tests whose database is rolled
+    back under it)."""
+    global _catalogue
+    _known.clear()
+    _catalogue = None
 
 
 def one_edit_apart(first: str, second: str) -> bool:

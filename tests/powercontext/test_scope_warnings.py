@@ -2,12 +2,25 @@
 ``PowerContext-Warning`` header (the bodies are a contract: they gain nothing)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hypothesis import given
 from hypothesis import strategies as st
 
+from powercontext import scope_warnings
+from powercontext.models import ArtifactHead
 from powercontext.scope_warnings import HEADER, one_edit_apart
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _forget_scopes():
+    # Each test's database is rolled back under the process's memory of scopes.
+    scope_warnings.forget()
+    yield
+    scope_warnings.forget()
+
 
 REMEMBER = "/v1/memory/remember"
 
@@ -63,6 +76,41 @@ def test_a_non_ascii_scope_is_escaped_in_the_header(api):
     _remember(api, "projet-été")
     response = _search(api, "projet-étés")
     assert response[HEADER].startswith(r"scope_near_miss: scope_id 'projet-\xe9t\xe9s' ")
+
+
+def _distinct_scans(queries):
+    return [query["sql"] for query in queries if "DISTINCT" in query["sql"].upper()]
+
+
+def test_a_typo_asked_again_reads_the_scope_ids_once_per_data_version(api):
+    _remember(api, "git:github.com/acme/widgets")
+    with CaptureQueriesContext(connection) as first:
+        assert _search(api, "git:github.com/acme/widgest")[HEADER].startswith("scope_near_miss")
+    assert _distinct_scans(first.captured_queries)
+    for _ in range(3):
+        with CaptureQueriesContext(connection) as again:
+            warned = _search(api, "git:github.com/acme/widgest")
+        assert warned[HEADER].startswith("scope_near_miss: ")
+        assert _distinct_scans(again.captured_queries) == []
+    # The check itself: two existence seeks and two newest-row seeks, whatever the size.
+    with CaptureQueriesContext(connection) as check:
+        assert scope_warnings.scope_warning("git:github.com/acme/widgest")
+    assert len(check.captured_queries) == 4
+    assert _distinct_scans(check.captured_queries) == []
+
+
+def test_a_scope_written_by_another_process_is_seen_by_the_next_request(api):
+    # Nothing on the write paths invalidates the scope ids: a row that did not go through
+    # this process's API (another server, an import) moves the data version all the same.
+    assert HEADER not in _search(api, "git:github.com/acme/widgest")
+    ArtifactHead.objects.create(
+        scope_id="git:github.com/acme/widgets",
+        family="memory",
+        artifact_id="m1",
+        revision=1,
+    )
+    warned = _search(api, "git:github.com/acme/widgest")
+    assert warned[HEADER].startswith("scope_near_miss: ")
 
 
 @pytest.mark.parametrize(
