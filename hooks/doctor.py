@@ -546,7 +546,8 @@ def copy_differences(script_dir: str, agent: str) -> list[str]:
     """The hook files in ``script_dir`` (the copy the agent runs) that differ from this
     checkout's ``hooks/``: the doctor checks this checkout, so it must be what runs."""
     differing = []
-    for name in ("powercontext_hook.py", entry_script_name(agent), SESSION_SCRIPTS[agent]):
+    shared = ("powercontext_hook.py", "hook_entry.py")
+    for name in (*shared, entry_script_name(agent), SESSION_SCRIPTS[agent]):
         try:
             with open(os.path.join(script_dir, name), "rb") as theirs:
                 copy = theirs.read()

@@ -9,17 +9,9 @@ import sys
 
 # Explicit, because -I or PYTHONSAFEPATH would drop the script's directory from sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# Cache the module's bytecode even under PYTHONDONTWRITEBYTECODE: compiling it costs
-# milliseconds on every prompt.
-sys.dont_write_bytecode = False
-
 try:
-    from powercontext_hook import main
+    from hook_entry import run
 except Exception:  # a broken install must not break the turn
-    sys.stderr.write(
-        '{"component":"powercontext.opencode.recall","event":"context_session",'
-        '"outcome":"skipped","http_status":null,"context_status":null,"content_bytes":null}\n'
-    )
     sys.exit(0)
 
-main("opencode", "SessionStart")
+run("opencode", "SessionStart")

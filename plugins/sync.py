@@ -14,20 +14,14 @@ import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The hook's logic and the entry scripts' shared start, then each agent's entry scripts.
+SHARED = ("powercontext_hook.py", "hook_entry.py")
 COPIES = {
-    "codex": ("powercontext_hook.py", "codex_user_prompt_submit.py", "codex_session_start.py"),
-    "claude": ("powercontext_hook.py", "claude_user_prompt_submit.py", "claude_session_start.py"),
-    "gemini": ("powercontext_hook.py", "gemini_before_agent.py", "gemini_session_start.py"),
-    "copilot": (
-        "powercontext_hook.py",
-        "copilot_user_prompt_submitted.py",
-        "copilot_session_start.py",
-    ),
-    "opencode": (
-        "powercontext_hook.py",
-        "opencode_user_prompt_submit.py",
-        "opencode_session_start.py",
-    ),
+    "codex": (*SHARED, "codex_user_prompt_submit.py", "codex_session_start.py"),
+    "claude": (*SHARED, "claude_user_prompt_submit.py", "claude_session_start.py"),
+    "gemini": (*SHARED, "gemini_before_agent.py", "gemini_session_start.py"),
+    "copilot": (*SHARED, "copilot_user_prompt_submitted.py", "copilot_session_start.py"),
+    "opencode": (*SHARED, "opencode_user_prompt_submit.py", "opencode_session_start.py"),
 }
 
 

@@ -115,7 +115,7 @@ def test_plugin_scripts_are_exact_copies_of_the_hooks():
     sync = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync)
     pairs = list(sync.copies())
-    assert len(pairs) == 15  # three scripts for each of five agents
+    assert len(pairs) == 20  # four scripts for each of five agents
     for source, copy in pairs:
         assert not os.path.islink(copy), copy
         assert Path(copy).read_bytes() == Path(source).read_bytes(), (

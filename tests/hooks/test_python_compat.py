@@ -34,7 +34,7 @@ def test_hooks_need_no_newer_python_than_3_9():
 
 
 def test_hooks_import_only_the_standard_library():
-    allowed_local = {"powercontext_hook", "install", "codex_app", "mcp_probe"}
+    allowed_local = {"powercontext_hook", "hook_entry", "install", "codex_app", "mcp_probe"}
     for path in HOOK_FILES:
         done = subprocess.run(
             [
