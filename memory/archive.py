@@ -35,15 +35,23 @@ def register() -> None:
             verifier="memory.archive.ManifestRows",
         )
     )
+    # A reviewer's choice of a version for every session's start (the desk): who chose
+    # is a name (``marked_by``), like a decision's ``decided_by_username``, so it travels
+    # with the version it names. Added in format version 3.
+    register_stream(
+        Stream(
+            "memory.session_start_mark",
+            model="memory.SessionStartMark",
+            order=("entry_version_id",),
+            verifier="memory.archive.SessionStartMarks",
+            since=3,
+        )
+    )
     register_left_out(
         "memory.MemoryActiveEntry", "derived: the projection of the manifest, rebuilt on import"
     )
     register_left_out(
         "memory.MemoryTermStat", "derived: counted from the projection, rebuilt on import"
-    )
-    register_left_out(
-        "memory.SessionStartMark",
-        "a choice of this server's reviewers, named by its users: marked again after import",
     )
 
 
@@ -103,6 +111,23 @@ class ManifestRows:
                 return "follows a row of its entry that is still open"
             if previous[1] != start:
                 return "leaves a gap after, or overlaps, the entry's row before it"
+        return None
+
+    def end(self) -> str | None:
+        return None
+
+
+class SessionStartMarks:
+    """Each mark names who marked it. That it names a version of its own scope (the
+    versions are not held here: a scope's can be many) is checked by the Memory
+    integrity check on the written scope, before its commit, as for manifest rows."""
+
+    def __init__(self, scope_id: str, shared: dict[str, Any]) -> None:
+        pass
+
+    def row(self, values: Mapping[str, Any]) -> str | None:
+        if not values["marked_by"]:
+            return "the mark names nobody who marked it"
         return None
 
     def end(self) -> str | None:

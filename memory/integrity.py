@@ -11,6 +11,8 @@ none repairs anything. The artifact hash chain itself is the kernel's check
   scope and entry, ranges are well formed and within the head, an entry's rows follow
   each other without gap or overlap (one open row at most), and every version is in the
   manifest;
+- ``memory.session_marks``: every session-start mark names an existing version of its
+  own scope (an archive carries marks apart from the versions they name);
 - ``memory.changes``: each revision's recorded changes are exactly the manifest rows
   that open and close at that revision, and the versions it creates;
 - ``memory.projection``: the active-entry projection equals what the manifest says
@@ -26,7 +28,12 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from memory.models import ManifestState, MemoryEntryVersion, MemoryManifestRow
+from memory.models import (
+    ManifestState,
+    MemoryEntryVersion,
+    MemoryManifestRow,
+    SessionStartMark,
+)
 from memory.rebuild import memory_scopes, projection_diff, term_stats_diff
 from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash
@@ -50,14 +57,18 @@ def memory_check(*, scope_id: str | None = None) -> list[CheckResult]:
     changes = CheckResult("memory.changes")
     projection = CheckResult("memory.projection")
     terms = CheckResult("memory.term_stats")
+    marks = CheckResult("memory.session_marks")
     scopes = set(memory_scopes(scope_id))
     # A scope may have a head and revisions but lost every manifest row and version.
     heads = ArtifactHead.objects.filter(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
     versions_of = MemoryEntryVersion.objects.all()
+    marks_of = SessionStartMark.objects.all()
     if scope_id is not None:
         heads, versions_of = heads.filter(scope_id=scope_id), versions_of.filter(scope_id=scope_id)
+        marks_of = marks_of.filter(scope_id=scope_id)
     scopes |= set(heads.values_list("scope_id", flat=True))
     scopes |= set(versions_of.values_list("scope_id", flat=True).distinct())
+    scopes |= set(marks_of.values_list("scope_id", flat=True).distinct())
     for scope in sorted(scopes):
         # One snapshot per scope: a write committing meanwhile cannot show up in one
         # table and not yet in another, which would read as a false finding.
@@ -67,10 +78,11 @@ def memory_check(*, scope_id: str | None = None) -> list[CheckResult]:
             )
             known = _check_versions(scope, versions)
             opened, closed = _check_manifest(scope, head, known, manifest)
+            _check_marks(scope, known, marks)
             _check_changes(scope, known, opened, closed, changes)
             _check_projection(scope, projection, terms)
     # Outside any snapshot: FTS5's check is one statement (atomic by itself) that writes.
-    return [versions, manifest, changes, projection, terms, _check_fulltext()]
+    return [versions, manifest, marks, changes, projection, terms, _check_fulltext()]
 
 
 def _check_versions(scope: str, result: CheckResult) -> dict[str, tuple[str, int, int]]:
@@ -133,6 +145,17 @@ def _check_versions(scope: str, result: CheckResult) -> dict[str, tuple[str, int
         elif previous not in known or known[previous][:2] != (entry_id, number - 1):
             result.add(scope, version_id, f"previous version is not v{number - 1} of {entry_id}")
     return known
+
+
+def _check_marks(scope: str, known: dict[str, tuple[str, int, int]], result: CheckResult) -> None:
+    """Every session-start mark of ``scope`` names one of its versions (``known``)."""
+    rows = SessionStartMark.objects.filter(scope_id=scope).values_list(
+        "entry_version_id", flat=True
+    )
+    for version_id in rows.iterator(chunk_size=_CHUNK):
+        result.checked += 1
+        if version_id not in known:
+            result.add(scope, version_id, "the session-start mark names no version of its scope")
 
 
 def _check_manifest(

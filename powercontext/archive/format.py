@@ -23,7 +23,11 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 FORMAT = "powercontext-archive"
-VERSION = 2
+VERSION = 3
+# The versions this release reads: version 3 added the Memory session-start marks, so a
+# version 2 archive is read as one whose scopes hold none (docs/portability.md,
+# "Versions").
+READABLE = (2, 3)
 GENESIS = hashlib.sha256(FORMAT.encode("ascii") + b"\x00").digest()
 
 _PREFIX = b'{"digest":"'

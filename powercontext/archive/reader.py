@@ -33,8 +33,9 @@ def describe_scope(scope_id: str) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
-def header_streams() -> list[dict[str, Any]]:
-    """The header's description of this server's streams, which an archive must equal."""
+def header_streams(version: int | None = None) -> list[dict[str, Any]]:
+    """The header's description of this server's streams (of those an archive of format
+    ``version`` carries), which an archive must equal."""
     return [
         {
             "name": stream.name,
@@ -44,7 +45,7 @@ def header_streams() -> list[dict[str, Any]]:
             "columns": [column.describe() for column in stream.columns()],
             "left_out": reasons_left_out(stream),
         }
-        for stream in streams()
+        for stream in streams(version)
     ]
 
 
@@ -224,13 +225,15 @@ class Reader:
         if record.get("type") != "archive" or record.get("format") != archive_format.FORMAT:
             raise ArchiveRefused("not a PowerContext archive (no archive header)", line=1)
         version = record.get("version")
-        if version != archive_format.VERSION:
+        if isinstance(version, bool) or version not in archive_format.READABLE:
+            readable = " and ".join(str(known) for known in archive_format.READABLE)
             raise ArchiveRefused(
-                f"archive format version {version!r}; this server reads version "
-                f"{archive_format.VERSION}",
+                f"archive format version {version!r}; this server reads versions {readable}",
                 line=1,
             )
-        ours = header_streams()
+        # An older version's scopes hold the sections of the streams it carried only.
+        self.streams = streams(version)
+        ours = header_streams(version)
         theirs = record.get("streams")
         if theirs != ours:
             raise ArchiveRefused(_schema_difference(theirs, ours), line=1)

@@ -63,7 +63,9 @@ class Stream:
     ``app_label.ModelName``; ``order``: column names whose values strictly increase
     through a scope's rows (identity or integer columns: they compare alike in Python
     and on every engine, byte for byte); ``scope``: the lookup from the model to its scope id;
-    ``left_out``: {field name: why it is not carried}; ``verifier``: dotted path."""
+    ``left_out``: {field name: why it is not carried}; ``verifier``: dotted path;
+    ``since``: the first format version that carries the stream (an archive of an
+    earlier version has no section for it)."""
 
     name: str
     model: str
@@ -71,6 +73,7 @@ class Stream:
     scope: str = "scope_id"
     left_out: Mapping[str, str] = field(default_factory=dict)
     verifier: str | None = None
+    since: int = 1
 
     def model_class(self) -> type[models.Model]:
         return apps.get_model(self.model)
@@ -110,8 +113,10 @@ def register_left_out(model: str, why: str) -> None:
         LEFT_OUT.append(LeftOut(model, why))
 
 
-def streams() -> list[Stream]:
-    return list(STREAMS)
+def streams(version: int | None = None) -> list[Stream]:
+    """The streams an archive of format ``version`` carries (default: every stream, as
+    this release writes them)."""
+    return [stream for stream in STREAMS if version is None or stream.since <= version]
 
 
 def left_out() -> list[LeftOut]:

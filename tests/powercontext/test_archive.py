@@ -424,11 +424,13 @@ def test_an_archive_of_another_format_version_is_refused(sealed, tmp_path):
     forged = tmp_path / "forged.jsonl"
 
     def version(edited):
-        edited[0]["version"] = 3
+        edited[0]["version"] = 4
         return edited
 
     reseal(sealed, forged, version)
-    with pytest.raises(ArchiveRefused, match="format version 3; this server reads version 2"):
+    with pytest.raises(
+        ArchiveRefused, match="format version 4; this server reads versions 2 and 3"
+    ):
         archive_verify(forged)
 
 
