@@ -12,6 +12,7 @@ from django.test import Client
 from contextpack import application
 from memory import selectors
 from powercontext.models import ArtifactRevision, SourceRecord
+from tests.api_calls import prepare
 from tests.conftest import ApiClient, error_code
 
 SCOPE = "git:example.com/team/repo"
@@ -34,12 +35,6 @@ def items(content):
     return json.loads(block)["items"]
 
 
-def prepare(api, query, max_bytes=8000, scope=SCOPE):
-    return api.ok(
-        "/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": max_bytes}
-    )
-
-
 @pytest.mark.django_db
 class TestPrepare:
     def test_ready_pack_cites_exact_entries(self, api, remember):
@@ -47,7 +42,7 @@ class TestPrepare:
             "Run the backend contract tests after changing persistence.", scope_id=SCOPE
         )
         remember("Frontend uses pnpm.", scope_id=SCOPE)
-        pack = prepare(api, "Which validation is required after changing persistence?")
+        pack = prepare(api, SCOPE, "Which validation is required after changing persistence?")
         assert set(pack) == {"schema", "status", "content", "content_bytes"}
         assert pack["schema"] == "powercontext.prepared-context.v1"
         assert pack["status"] == "ready"
@@ -72,7 +67,7 @@ class TestPrepare:
     @pytest.mark.parametrize("scope", [SCOPE, "never-written"])
     def test_empty_is_one_generic_answer(self, api, remember, scope):
         remember("Something about databases.", scope_id=SCOPE)
-        pack = prepare(api, "kubernetes helm chart", scope=scope)
+        pack = prepare(api, scope, "kubernetes helm chart")
         assert pack == {
             "schema": "powercontext.prepared-context.v1",
             "status": "empty",
@@ -83,19 +78,19 @@ class TestPrepare:
     def test_retired_entries_never_appear(self, api, remember):
         entry = remember("The staging password rotates monthly.", scope_id=SCOPE)["entry"]
         api.ok("/v1/memory/entries/retire", {"scope_id": SCOPE, "citation": entry["citation"]})
-        assert prepare(api, "staging password")["status"] == "empty"
+        assert prepare(api, SCOPE, "staging password")["status"] == "empty"
 
     def test_other_scopes_never_leak(self, api, remember):
         remember("Scope B secret: the vault path is /srv/vault.", scope_id="scope-b")
         remember("Scope A knows nothing of vaults but has this vault word.", scope_id=SCOPE)
-        pack = prepare(api, "vault path")
+        pack = prepare(api, SCOPE, "vault path")
         assert all("Scope B" not in item["content"] for item in items(pack["content"]))
 
     def test_smallest_ready_budget_is_found_not_hard_coded(self, api, remember):
         remember("Always run `make lint` before pushing changes to the monorepo.", scope_id=SCOPE)
 
         def status(max_bytes):
-            return prepare(api, "make lint before pushing", max_bytes)["status"]
+            return prepare(api, SCOPE, "make lint before pushing", max_bytes)["status"]
 
         low, high = 512, 32768
         assert status(high) == "ready"
@@ -107,7 +102,7 @@ class TestPrepare:
                 low = middle + 1
         smallest = low
         assert smallest > 512
-        pack = prepare(api, "make lint before pushing", smallest)
+        pack = prepare(api, SCOPE, "make lint before pushing", smallest)
         assert pack["status"] == "ready"
         assert pack["content_bytes"] == smallest
         assert status(smallest - 1) == "empty"
@@ -115,13 +110,13 @@ class TestPrepare:
     def test_prepare_writes_nothing(self, api, remember):
         remember("Caching uses redis.", scope_id=SCOPE)
         before = (ArtifactRevision.objects.count(), SourceRecord.objects.count())
-        prepare(api, "redis caching")
+        prepare(api, SCOPE, "redis caching")
         assert (ArtifactRevision.objects.count(), SourceRecord.objects.count()) == before
 
     def test_logs_hold_no_query_scope_or_content(self, api, remember, caplog):
         remember("The payroll export runs nightly at 02:00.", scope_id=SCOPE)
         with caplog.at_level(logging.DEBUG):
-            pack = prepare(api, "when does the payroll export run")
+            pack = prepare(api, SCOPE, "when does the payroll export run")
         assert pack["status"] == "ready"
         logged = caplog.text
         for secret in ("payroll", SCOPE, "mem_ent_", "mem_ver_"):

@@ -1,7 +1,6 @@
 """The desk's pack preview (``contextpack.preview``): the exact pack prepare returns, why it
 holds what it holds, and nothing written, counted or logged."""
 
-import hashlib
 import html
 import json
 import logging
@@ -23,6 +22,7 @@ from memory.search_index import MEMORY_INDEX
 from powercontext import metrics
 from powercontext.models import SourceRecord
 from powercontext.search import database_engine, policy
+from tests.api_calls import capture_prompt
 from tests.experience.conftest import SOURCE, capture_source, proposal
 
 pytestmark = pytest.mark.django_db
@@ -126,15 +126,6 @@ def remember_distinct(remember, count):
     ]
 
 
-def capture(api, prompt, turn):
-    digest = hashlib.sha256(json.dumps([SCOPE, "s", turn, prompt]).encode()).hexdigest()
-    api.ok(
-        "/v1/sources/content",
-        {"scope_id": SCOPE, "source_id": f"prompt:{digest}", "content": prompt},
-        status=202,
-    )
-
-
 # -- the pack is prepare's, byte for byte ---------------------------------------------
 
 
@@ -173,8 +164,8 @@ def test_a_textarea_prompt_is_previewed_as_the_agent_sends_it(api, desk, remembe
     remember("Deploy the importer with the staging flag.", scope_id=SCOPE)
     prompt = "deploy the importer\ndeploy it now"
     for turn in range(4):
-        capture(api, f"deploy step {turn}", turn=str(turn))
-    capture(api, prompt, turn="same")
+        capture_prompt(api, SCOPE, f"deploy step {turn}", turn=str(turn))
+    capture_prompt(api, SCOPE, prompt, turn="same")
     response = desk.post(
         PREVIEW,
         {"scope_id": SCOPE, "query": prompt.replace("\n", "\r\n"), "max_bytes": 8000},
@@ -328,7 +319,7 @@ def test_query_terms_say_why_each_was_searched_or_left_out(api, desk, remember):
     remember("Importer rare99 again", scope_id=SCOPE)
     remember("Importer rare99 thrice", scope_id=SCOPE)
     for turn in range(policy.MIN_PROMPTS_FOR_RECURRING):
-        capture(api, f"please deploy step {turn}", turn=str(turn))
+        capture_prompt(api, SCOPE, f"please deploy step {turn}", turn=str(turn))
     query = "the importer deploy zebra " + " ".join(rare) + " rare99"
     response = preview(desk, query)
     rows = {row["term"]: row for row in response.context["terms"]["rows"]}
@@ -374,7 +365,7 @@ def _row_counts():
 
 def test_a_preview_writes_nothing_and_is_not_counted(api, desk, remember, settings):
     remember_many(remember, 3)
-    capture(api, "an earlier prompt about the importer", turn="0")
+    capture_prompt(api, SCOPE, "an earlier prompt about the importer", turn="0")
     before = _row_counts()
     prepared_before = metrics.prepare_requests.labels(
         outcome="ready", search_mode="hybrid"

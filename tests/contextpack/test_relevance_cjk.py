@@ -6,14 +6,9 @@ words decide; a lone particle or kana is not a word that decides
 
 import pytest
 
-from tests.contextpack.packs import items
+from tests.api_calls import cited, prepare
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def cited(api, scope, query):
-    body = {"scope_id": scope, "query": query, "max_bytes": 8000}
-    return [item["citation"]["entry_id"] for item in items(api.ok("/v1/context/prepare", body))]
 
 
 def test_entries_sharing_a_character_or_two_with_a_chinese_prompt_stay_out(api, remember):
@@ -24,7 +19,7 @@ def test_entries_sharing_a_character_or_two_with_a_chinese_prompt_stay_out(api, 
     entry("商户账单每天凌晨两点生成，对账文件放在 SFTP 上。")
     entry("支付单超时时间是 30 分钟，超时后自动关闭。")
     entry("渠道回调失败会重试 8 次，间隔逐渐拉长。")
-    assert cited(api, "cjk1", "退款多久能到账？") == [refund]
+    assert cited(prepare(api, "cjk1", "退款多久能到账？")) == [refund]
 
 
 def test_a_japanese_prompt_is_not_answered_by_its_particles(api, remember):
@@ -34,9 +29,9 @@ def test_a_japanese_prompt_is_not_answered_by_its_particles(api, remember):
     deploy = entry("本番へのデプロイは金曜日の午後には行わない。")
     entry("テストの実行は make test を使う。")
     entry("ログの保存期間は九十日とする。")
-    assert cited(api, "cjk2", "デプロイはいつ禁止ですか") == [deploy]
+    assert cited(prepare(api, "cjk2", "デプロイはいつ禁止ですか")) == [deploy]
     # Nothing in the scope is about invoices: the particles of the question are no answer.
-    assert cited(api, "cjk2", "請求書のフォーマットをどこで変更するの？") == []
+    assert cited(prepare(api, "cjk2", "請求書のフォーマットをどこで変更するの？")) == []
 
 
 def test_a_chinese_prompt_naming_an_identifier_finds_its_entry(api, remember):
@@ -45,7 +40,7 @@ def test_a_chinese_prompt_naming_an_identifier_finds_its_entry(api, remember):
 
     pool = entry("`HikariPool` 的连接池大小在 application.yml 里配置，默认 20。")
     entry("支付单超时时间是 30 分钟，超时后自动关闭。")
-    assert cited(api, "cjk3", "HikariPool 连接池要调大，改哪里？") == [pool]
+    assert cited(prepare(api, "cjk3", "HikariPool 连接池要调大，改哪里？")) == [pool]
 
 
 def test_an_identifier_written_against_chinese_text_is_an_anchor():

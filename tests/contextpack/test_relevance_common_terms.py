@@ -7,19 +7,15 @@ backend (run with POWERCONTEXT_TEST_DATABASE=oceanbase too), and the shares sit 
 old cut-off (15 % of a scope of 50+ entries).
 """
 
-import hashlib
-import json
-
 import pytest
 
 from powercontext.search import analyzer
 from powercontext.search.policy import plan_search
 from powercontext.search.ranking import rank
+from tests.api_calls import capture_prompt, cited, prepare, search_ids
 
 pytestmark = pytest.mark.django_db
 
-BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
-END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 SEARCH_LIMIT = 50  # the API's largest
 
 
@@ -42,22 +38,6 @@ def seed(remember, scope, *, billing, total):
     return ids
 
 
-def search_ids(api, scope, query, limit=SEARCH_LIMIT, mode="auto"):
-    result = api.ok(
-        "/v1/memory/search", {"scope_id": scope, "query": query, "limit": limit, "mode": mode}
-    )
-    return [hit["citation"]["entry_id"] for hit in result["hits"]]
-
-
-def pack(api, scope, query):
-    return api.ok("/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": 8000})
-
-
-def cited(prepared):
-    block = prepared["content"].split(BEGIN + "\n", 1)[1].rsplit("\n" + END, 1)[0]
-    return [item["citation"]["entry_id"] for item in json.loads(block)["items"]]
-
-
 @pytest.mark.parametrize(
     ("billing", "total"),
     [(7, 50), (8, 50), (16, 100), pytest.param(151, 1000, marks=pytest.mark.slow)],
@@ -67,11 +47,11 @@ def test_a_scopes_main_topic_is_found_by_search_and_prepare(api, remember, billi
     scope = f"git:example.com/billing-{billing}-of-{total}"
     billing_ids = seed(remember, scope, billing=billing, total=total)
 
-    found = search_ids(api, scope, "billing")
+    found = search_ids(api, scope, "billing", SEARCH_LIMIT, mode="auto")
     assert len(found) == min(billing, SEARCH_LIMIT)
     assert set(found) <= set(billing_ids)
 
-    prepared = pack(api, scope, "billing invoices")
+    prepared = prepare(api, scope, "billing invoices")
     assert prepared["status"] == "ready"
     assert cited(prepared)
     assert set(cited(prepared)) <= set(billing_ids)
@@ -85,24 +65,15 @@ def test_a_common_term_still_ranks_entries_that_also_hold_a_rarer_one_first(api,
     refund = remember("The billing job refunds duplicate invoices.", scope_id=scope)
     refund_id = refund["entry"]["citation"]["entry_id"]
 
-    found = search_ids(api, scope, "billing refunds")
+    found = search_ids(api, scope, "billing refunds", SEARCH_LIMIT, mode="auto")
     assert found[0] == refund_id
     assert prepared_ids_start_with(api, scope, "billing refunds", refund_id)
     assert set(found[1:]) == set(billing_ids)
 
 
 def prepared_ids_start_with(api, scope, query, entry_id):
-    prepared = pack(api, scope, query)
+    prepared = prepare(api, scope, query)
     return prepared["status"] == "ready" and cited(prepared)[0] == entry_id
-
-
-def capture(api, scope, turn, prompt):
-    digest = hashlib.sha256(json.dumps([scope, "s", turn, prompt]).encode()).hexdigest()
-    api.ok(
-        "/v1/sources/content",
-        {"scope_id": scope, "source_id": f"prompt:{digest}", "content": prompt},
-        status=202,
-    )
 
 
 def test_a_topic_the_user_keeps_raising_stays_in_the_pack(api, remember):
@@ -121,13 +92,13 @@ def test_a_topic_the_user_keeps_raising_stays_in_the_pack(api, remember):
         "Remove the unused feature flag.",
     ]
     for turn, prompt in enumerate(prompts):
-        capture(api, scope, str(turn), prompt)
+        capture_prompt(api, scope, prompt, turn=str(turn))
 
-    prepared = pack(api, scope, "billing")
+    prepared = prepare(api, scope, "billing")
     assert prepared["status"] == "ready"
     assert set(cited(prepared)) <= set(billing_ids)
     # memory/search takes the query as written: the prompt history changes nothing there.
-    assert set(search_ids(api, scope, "billing")) == set(billing_ids)
+    assert set(search_ids(api, scope, "billing", SEARCH_LIMIT, mode="auto")) == set(billing_ids)
 
 
 def test_search_ranks_by_the_weighted_terms_the_same_on_every_engine(api, remember):

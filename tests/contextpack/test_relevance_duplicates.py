@@ -7,7 +7,7 @@ import pytest
 
 from contextpack.application import explain_context
 from powercontext.search import relevance
-from tests.contextpack.packs import items
+from tests.api_calls import cited, prepare, search_ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,19 +17,6 @@ SECRET_AGAIN = "STRIPE_WEBHOOK_SECRET (an env var) holds the webhook signing sec
 # On the same subject, another fact (0.66 to the first).
 API_KEY = "The Stripe API key lives in the STRIPE_API_KEY environment variable."
 PROMPT = "Where do the Stripe webhook secret and the Stripe API key live?"
-
-
-def prepare(api, scope, query):
-    return api.ok("/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": 8000})
-
-
-def cited(pack):
-    return [item["citation"]["entry_id"] for item in items(pack)]
-
-
-def search(api, scope, query):
-    body = {"scope_id": scope, "query": query, "limit": 8}
-    return [hit["citation"]["entry_id"] for hit in api.ok("/v1/memory/search", body)["hits"]]
 
 
 def entry_id(remembered):
@@ -56,7 +43,7 @@ def test_two_entries_saying_the_same_thing_take_one_slot_of_a_pack(api, remember
     assert not row.admitted
     assert row.reason == f"{relevance.Verdict.DUPLICATE.value}: {better}"
     # A search keeps every entry its words find.
-    assert pair | {distinct} <= set(search(api, scope, PROMPT))
+    assert pair | {distinct} <= set(search_ids(api, scope, PROMPT))
 
 
 def test_entries_on_one_subject_saying_different_things_each_keep_their_slot(api, remember):

@@ -5,6 +5,7 @@ real vector index; the pure rules at the end)."""
 import pytest
 
 from powercontext.search.ranking import MAX_SEMANTIC_SEGMENTS, semantic_segments
+from tests.api_calls import prepare, search
 from tests.contextpack.packs import items
 
 SCOPE = "scope-floor"
@@ -41,28 +42,19 @@ def entries(transactional_db, remember):
     return [remember(text, scope_id=SCOPE)["entry"]["citation"]["entry_id"] for text in ENTRIES]
 
 
-def prepare(api, query):
-    return api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": query, "max_bytes": 8000})
-
-
-def search(api, query):
-    body = {"scope_id": SCOPE, "query": query, "limit": 8}
-    return api.ok("/v1/memory/search", body)["hits"]
-
-
 UNANSWERED = "How do I configure GraphQL schema stitching for the mobile app?"
 
 
 def test_a_prompt_nothing_answers_gets_an_empty_pack(api, entries):
     # Its words still match entries ("configure", "app", "mobile"), but no entry comes
     # near its meaning: nothing answers it, and the pack says so.
-    assert prepare(api, UNANSWERED)["status"] == "empty"
+    assert prepare(api, SCOPE, UNANSWERED)["status"] == "empty"
 
 
 def test_an_explicit_search_still_returns_every_entry_with_the_words(api, entries):
     # The floor shapes only the pack: a deliberate search ranks by the query as written.
     words = [text for text in ENTRIES if "onfigure" in text or " app" in text]
-    found = {hit["citation"]["entry_id"] for hit in search(api, UNANSWERED)}
+    found = {hit["citation"]["entry_id"] for hit in search(api, SCOPE, UNANSWERED, limit=8)["hits"]}
     assert {entries[ENTRIES.index(text)] for text in words} <= found
     assert len(found) > 2
 
@@ -70,7 +62,7 @@ def test_an_explicit_search_still_returns_every_entry_with_the_words(api, entrie
 def test_a_prompt_the_scope_answers_keeps_every_entry_that_answers_it(api, entries):
     # Three entries answer it, each by its own words.
     query = "How do we configure Celery, logging and the Stripe webhook secret?"
-    found = [item["citation"]["entry_id"] for item in items(prepare(api, query))]
+    found = [item["citation"]["entry_id"] for item in items(prepare(api, SCOPE, query))]
     assert {entries[0], entries[3], entries[7]} <= set(found)
 
 
@@ -78,7 +70,7 @@ def test_a_wrapped_question_finds_its_entry_cold_by_the_segment_that_asks(api, e
     # Only the meaning links "pg" to "PostgreSQL"; the instructions around it dilute a
     # whole-prompt embedding below the semantic floor.
     prompt = WRAPPED.replace("{question}", "which pg release do we develop against?")
-    found = [item["citation"]["entry_id"] for item in items(prepare(api, prompt))]
+    found = [item["citation"]["entry_id"] for item in items(prepare(api, SCOPE, prompt))]
     assert entries[5] in found
 
 

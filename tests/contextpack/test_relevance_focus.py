@@ -8,7 +8,7 @@ import pytest
 
 from contextpack.application import explain_context
 from powercontext.search import focus, hybrid, relevance
-from tests.contextpack.packs import items
+from tests.api_calls import cited, prepare
 
 DEPLOY_NOTES = [
     "Deploy notes: the deploy job runs from the release branch after CI is green.",
@@ -17,14 +17,6 @@ DEPLOY_NOTES = [
     "Deploy notes: the staging deploy happens on every merge to main.",
 ]
 ROLLBACK = "How do I roll back a bad deploy?"
-
-
-def prepare(api, scope, query):
-    return api.ok("/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": 8000})
-
-
-def cited(pack):
-    return [item["citation"]["entry_id"] for item in items(pack)]
 
 
 def entry_id(remembered):

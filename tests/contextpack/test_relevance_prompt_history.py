@@ -6,18 +6,15 @@ does not search it, so entries that share only the user's instructions stay out 
 pack. Only the HTTP API is used, so this holds for every search backend.
 """
 
-import hashlib
-import json
-
 import pytest
 
 from powercontext.search.policy import MIN_PROMPTS_FOR_RECURRING
+from tests.api_calls import capture_prompt, cited, prepare
 
 pytestmark = pytest.mark.django_db
 
 SCOPE = "git:example.com/team/prompt-history"
-BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
-END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
+SESSION = "session-1"
 
 TEMPLATE = (
     "Before you change anything, read the notes from our earlier sessions. {question}\n\n"
@@ -45,27 +42,11 @@ BOILERPLATE = [
 ]
 
 
-def cited(api, query, scope=SCOPE):
-    pack = api.ok("/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": 8000})
-    if pack["status"] == "empty":
-        return []
-    block = pack["content"].split(BEGIN + "\n", 1)[1].rsplit("\n" + END, 1)[0]
-    return [item["citation"]["entry_id"] for item in json.loads(block)["items"]]
-
-
-def capture(api, prompt, scope=SCOPE, turn="0"):
-    # As the hook does: one source per (session, turn, prompt), the prompt as content.
-    digest = hashlib.sha256(json.dumps([scope, "session-1", turn, prompt]).encode()).hexdigest()
-    api.ok(
-        "/v1/sources/content",
-        {"scope_id": scope, "source_id": f"prompt:{digest}", "content": prompt},
-        status=202,
-    )
-
-
 def capture_earlier_prompts(api, count, scope=SCOPE):
     for turn, question in enumerate(EARLIER_QUESTIONS[:count]):
-        capture(api, TEMPLATE.format(question=question), scope=scope, turn=str(turn))
+        capture_prompt(
+            api, scope, TEMPLATE.format(question=question), session=SESSION, turn=str(turn)
+        )
 
 
 @pytest.fixture
@@ -79,7 +60,7 @@ def memory(remember):
 
 def test_without_earlier_prompts_the_instructions_pull_in_their_entries(api, memory):
     target, boilerplate = memory
-    found = cited(api, TEMPLATE.format(question=QUESTION))
+    found = cited(prepare(api, SCOPE, TEMPLATE.format(question=QUESTION)))
     assert target in found
     assert set(found) & boilerplate
 
@@ -87,23 +68,25 @@ def test_without_earlier_prompts_the_instructions_pull_in_their_entries(api, mem
 def test_instructions_in_every_earlier_prompt_are_not_searched(api, memory):
     target, _ = memory
     capture_earlier_prompts(api, MIN_PROMPTS_FOR_RECURRING)
-    assert cited(api, TEMPLATE.format(question=QUESTION)) == [target]
+    assert cited(prepare(api, SCOPE, TEMPLATE.format(question=QUESTION))) == [target]
 
 
 def test_short_replies_between_the_templated_prompts_do_not_hide_the_instructions(api, memory):
     # Agent sessions alternate real requests with "yes, go ahead" and "continue".
     target, _ = memory
     for turn, question in enumerate(EARLIER_QUESTIONS[:MIN_PROMPTS_FOR_RECURRING]):
-        capture(api, TEMPLATE.format(question=question), turn=f"{turn}")
-        capture(api, "Yes, go ahead.", turn=f"{turn}-yes")
-        capture(api, "Continue.", turn=f"{turn}-continue")
-    assert cited(api, TEMPLATE.format(question=QUESTION)) == [target]
+        capture_prompt(
+            api, SCOPE, TEMPLATE.format(question=question), session=SESSION, turn=f"{turn}"
+        )
+        capture_prompt(api, SCOPE, "Yes, go ahead.", session=SESSION, turn=f"{turn}-yes")
+        capture_prompt(api, SCOPE, "Continue.", session=SESSION, turn=f"{turn}-continue")
+    assert cited(prepare(api, SCOPE, TEMPLATE.format(question=QUESTION))) == [target]
 
 
 def test_too_few_earlier_prompts_change_nothing(api, memory):
     target, boilerplate = memory
     capture_earlier_prompts(api, MIN_PROMPTS_FOR_RECURRING - 1)
-    found = cited(api, TEMPLATE.format(question=QUESTION))
+    found = cited(prepare(api, SCOPE, TEMPLATE.format(question=QUESTION)))
     assert target in found
     assert set(found) & boilerplate
 
@@ -114,9 +97,9 @@ def test_the_prompt_being_prepared_may_already_be_captured(api, memory):
     # prompt's own capture must not complete it.
     capture_earlier_prompts(api, MIN_PROMPTS_FOR_RECURRING - 1)
     prompt = TEMPLATE.format(question=QUESTION)
-    before = cited(api, prompt)
-    capture(api, prompt, turn="now")
-    assert cited(api, prompt) == before
+    before = cited(prepare(api, SCOPE, prompt))
+    capture_prompt(api, SCOPE, prompt, session=SESSION, turn="now")
+    assert cited(prepare(api, SCOPE, prompt)) == before
     assert set(before) & memory[1]
 
 
@@ -124,14 +107,14 @@ def test_a_prompt_repeated_word_for_word_still_finds_its_memory(api, memory):
     target, _ = memory
     prompt = f"What about orca and staging? {QUESTION}"
     for turn in range(2 * MIN_PROMPTS_FOR_RECURRING):
-        capture(api, prompt, turn=str(turn))
-    assert cited(api, prompt) == [target]
+        capture_prompt(api, SCOPE, prompt, session=SESSION, turn=str(turn))
+    assert cited(prepare(api, SCOPE, prompt)) == [target]
 
 
 def test_another_scopes_prompts_do_not_count(api, memory):
     target, boilerplate = memory
     capture_earlier_prompts(api, len(EARLIER_QUESTIONS), scope="git:example.com/team/other")
-    found = cited(api, TEMPLATE.format(question=QUESTION))
+    found = cited(prepare(api, SCOPE, TEMPLATE.format(question=QUESTION)))
     assert target in found
     assert set(found) & boilerplate
 

@@ -7,24 +7,11 @@ import json
 import pytest
 
 from powercontext.search import relevance
+from tests.api_calls import cited, prepare, search_ids
 from tests.contextpack.packs import items
 from tests.experience.conftest import proposal
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def prepare(api, scope, query, max_bytes=8000):
-    body = {"scope_id": scope, "query": query, "max_bytes": max_bytes}
-    return api.ok("/v1/context/prepare", body)
-
-
-def cited(pack):
-    return [item["citation"].get("entry_id") or item["citation"] for item in items(pack)]
-
-
-def search(api, scope, query):
-    body = {"scope_id": scope, "query": query, "limit": 8}
-    return [hit["citation"]["entry_id"] for hit in api.ok("/v1/memory/search", body)["hits"]]
 
 
 def test_an_identifier_no_entry_holds_gets_an_empty_pack(api, remember):
@@ -45,7 +32,7 @@ def test_a_retired_entry_is_not_stood_in_for_by_its_neighbour(api, remember):
 def test_text_the_model_cannot_read_gets_no_semantic_only_hit(api, remember):
     first = remember("数据库迁移需要先备份", scope_id="r3")["entry"]["citation"]["entry_id"]
     remember("部署流程在周五冻结", scope_id="r3")
-    assert search(api, "r3", "迁移") == [first]
+    assert search_ids(api, "r3", "迁移") == [first]
     assert cited(prepare(api, "r3", "数据库迁移")) == [first]
 
 
@@ -80,7 +67,7 @@ def test_a_search_for_a_token_returns_the_entries_that_hold_it(api, remember):
         for n in range(5)
     ]
     remember("unrelated tk2b7c55", scope_id="r5")
-    assert sorted(search(api, "r5", "tk9f3e21")) == sorted(holders)
+    assert sorted(search_ids(api, "r5", "tk9f3e21")) == sorted(holders)
 
 
 @pytest.mark.parametrize("tag", ["deployment", "rl7q2x"])
@@ -162,7 +149,7 @@ def test_a_name_most_entries_hold_picks_none_of_them_out(api, remember):
     # Asked alone, the name is what the query is about; and a search keeps every match.
     assert set(cited(prepare(api, scope, "Python"))) <= python_notes
     assert prepare(api, scope, "Python")["status"] == "ready"
-    assert python_notes <= set(search(api, scope, "Python"))
+    assert python_notes <= set(search_ids(api, scope, "Python"))
 
 
 COMMON_WORDS_NOTE = (
@@ -198,7 +185,7 @@ def test_a_note_of_common_words_is_not_an_answer_to_a_long_prompt(api, remember)
     assert export in pack
     assert note not in pack
     # A search keeps every entry its words found.
-    assert note in search(api, scope, "staging deploy logs")
+    assert note in search_ids(api, scope, "staging deploy logs")
 
 
 def test_an_identifier_is_held_whole_not_by_a_number_of_it(api, remember):

@@ -4,6 +4,7 @@ index)."""
 
 import pytest
 
+from tests.api_calls import prepare
 from tests.contextpack.packs import items
 
 SCOPE = "scope-semantic"
@@ -23,12 +24,8 @@ def entries(transactional_db, remember):
     return [remember(text, scope_id=SCOPE)["entry"]["citation"]["entry_id"] for text in ENTRIES]
 
 
-def prepare(api, query):
-    return api.ok("/v1/context/prepare", {"scope_id": SCOPE, "query": query, "max_bytes": 8000})
-
-
 def test_a_paraphrase_finds_the_entry_its_words_miss(api, entries):
-    found = [item["citation"]["entry_id"] for item in items(prepare(api, "which pg port?"))]
+    found = [item["citation"]["entry_id"] for item in items(prepare(api, SCOPE, "which pg port?"))]
     assert found[0] == entries[0]
 
 
@@ -37,6 +34,6 @@ def test_a_prompt_the_scope_answers_gets_its_answer_without_the_other_deploy_not
     # for their focus (relevance.off_focus); test_relevance_focus.py has the details.
     found = [
         item["citation"]["entry_id"]
-        for item in items(prepare(api, "How do I roll back a bad deploy?"))
+        for item in items(prepare(api, SCOPE, "How do I roll back a bad deploy?"))
     ]
     assert found == [entries[3]]

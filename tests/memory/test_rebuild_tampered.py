@@ -24,6 +24,7 @@ from memory.models import MemoryActiveEntry, MemoryEntryVersion, MemoryTermStat
 from powercontext import startup
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.search.query import Query
+from tests.api_calls import search_texts
 from tests.conftest import sqlite_only
 from tests.experience.conftest import SOURCE, capture_source, proposal
 
@@ -47,11 +48,6 @@ def check_fails():
     with pytest.raises(CommandError):
         call_command("check_integrity", stdout=out)
     return out.getvalue()
-
-
-def search(api, query, scope_id="scope-a"):
-    result = api.ok("/v1/memory/search", {"scope_id": scope_id, "query": query, "limit": 50})
-    return [hit["text"] for hit in result["hits"]]
 
 
 def pack(api, query, scope_id="scope-a"):
@@ -81,12 +77,12 @@ def test_rebuild_leaves_a_tampered_version_out_and_exits_non_zero(tampered, api)
     assert "0 inserted, 0 updated, 0 deleted" in output
     assert "Rebuild left rows out: " in output
     assert not MemoryActiveEntry.objects.filter(entry_id=tampered["entry_id"]).exists()
-    assert search(api, "zebracorn") == []
+    assert search_texts(api, "scope-a", "zebracorn", limit=50) == []
     recalled = pack(api, "zebracorn forged instruction before pushing target2")
     assert "target1" in recalled
     assert "zebracorn" not in recalled
     assert not MemoryTermStat.objects.filter(term="zebracorn").exists()
-    assert len(search(api, "pushing")) == 4
+    assert len(search_texts(api, "scope-a", "pushing", limit=50)) == 4
     # The authoritative problem stays visible; nothing derived is left to repair.
     output = check_fails()
     assert "content_hash does not match its content" in output
@@ -105,8 +101,8 @@ def test_a_still_projected_tampered_version_is_removed_from_search(remember, api
     output, error = rebuild()
     assert error is not None
     assert "1 deleted" in output
-    assert search(api, "lint") == []
-    assert search(api, "zebracorn") == []
+    assert search_texts(api, "scope-a", "lint", limit=50) == []
+    assert search_texts(api, "scope-a", "zebracorn", limit=50) == []
 
 
 def test_a_scoped_rebuild_reports_the_tampered_version_too(tampered):
@@ -124,7 +120,7 @@ def test_altered_source_refs_fail_verification(remember, api):
     output, error = rebuild()
     assert error is not None
     assert entry["entry_version_id"] in output
-    assert search(api, "lint") == []
+    assert search_texts(api, "scope-a", "lint", limit=50) == []
 
 
 def test_reactivating_a_tampered_version_is_refused_and_writes_nothing(remember, api, client):
@@ -145,7 +141,7 @@ def test_reactivating_a_tampered_version_is_refused_and_writes_nothing(remember,
     assert "check_integrity" in body["message"]
     assert FORGED not in response.content.decode()
     assert ArtifactHead.objects.get(scope_id="scope-a", family="memory").revision == head
-    assert search(api, "zebracorn") == []
+    assert search_texts(api, "scope-a", "zebracorn", limit=50) == []
 
 
 @sqlite_only("drops the FTS5 table so that start-up rebuilds")
@@ -154,8 +150,8 @@ def test_startup_rebuild_of_a_missing_index_leaves_a_tampered_version_out(tamper
         cursor.execute("DROP TABLE memory_activeentry_fts")
     with caplog.at_level(logging.INFO, logger="powercontext.startup"):
         startup.ensure_indexes()
-    assert search(api, "zebracorn") == []
-    assert len(search(api, "pushing")) == 4
+    assert search_texts(api, "scope-a", "zebracorn", limit=50) == []
+    assert len(search_texts(api, "scope-a", "pushing", limit=50)) == 4
     assert f"[scope-a] {tampered['entry_version_id']}" in caplog.text
     assert FORGED not in caplog.text
 

@@ -13,6 +13,7 @@ from memory.search_index import MEMORY_INDEX
 from memory.services import content_hash
 from powercontext.models import ArtifactRevision, RedactionRecord
 from powercontext.search import vectors
+from tests.api_calls import search_texts
 from tests.powercontext import secret_samples as s
 from tests.powercontext.secret_samples import findings, written_before_redaction
 
@@ -23,11 +24,6 @@ REDACTED_NOTE = (
     "The staging database is reached with password=[redacted:password] "
     "and key [redacted:github-token]"
 )
-
-
-def search(api, query):
-    found = api.ok("/v1/memory/search", {"scope_id": SCOPE, "query": query, "mode": "fts"})
-    return [hit["text"] for hit in found["hits"]]
 
 
 def get(api, citation):
@@ -98,7 +94,7 @@ def legacy(api, remember, monkeypatch):
     leaked = remember(NOTE, reason=f"pasted with {s.STRIPE_KEY}")["entry"]
     monkeypatch.undo()
     assert MemoryEntryVersion.objects.get(pk=leaked["citation"]["entry_version_id"]).text == NOTE
-    assert search(api, s.GITHUB_TOKEN) == [NOTE]
+    assert search_texts(api, SCOPE, s.GITHUB_TOKEN, mode="fts") == [NOTE]
     assert findings() == {}
     return kept, leaked
 
@@ -122,8 +118,8 @@ def test_redact_secrets_redacts_old_versions_and_reasons_and_everything_derived(
     assert findings() == {}
     # Nothing derived holds it: projection, full-text index, term counts, vector.
     assert not holds_secret(*MemoryActiveEntry.objects.values_list("searchable_text", flat=True))
-    assert search(api, s.GITHUB_TOKEN) == []
-    assert search(api, "staging database") == [REDACTED_NOTE]
+    assert search_texts(api, SCOPE, s.GITHUB_TOKEN, mode="fts") == []
+    assert search_texts(api, SCOPE, "staging database", mode="fts") == [REDACTED_NOTE]
     terms = set(MemoryTermStat.objects.values_list("term", flat=True))
     assert not any(s.GITHUB_TOKEN.lower() in term or s.PASSWORD.lower() in term for term in terms)
     if vectors.readable(MEMORY_INDEX):

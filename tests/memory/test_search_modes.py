@@ -6,17 +6,12 @@ from django.db import connection
 
 from memory.search_index import MEMORY_INDEX
 from powercontext.search import vectors
+from tests.api_calls import search
 from tests.conftest import error_code
 
 POSTGRES = "The dev database is PostgreSQL 16 on port 5433; the test one on 5434."
 DEPLOY = "Deploys go out on Fridays after the release train is cut."
 BILLING = "Invoices are finalised by the billing worker at midnight UTC."
-
-
-def search(api, query, mode="auto", **extra):
-    return api.ok(
-        "/v1/memory/search", {"scope_id": "scope-a", "query": query, "mode": mode, **extra}
-    )
 
 
 # transactional_db: on OceanBase the vector table's DDL (which commits) waits for the first
@@ -33,15 +28,15 @@ def texts(result):
 
 def test_vector_finds_what_the_words_miss(api, entries):
     # "postgres" is not a word of the entry (the analyzer keeps "postgresql" whole).
-    assert search(api, "postgres", mode="fts")["hits"] == []
-    result = search(api, "which postgres port do I use", mode="vector")
+    assert search(api, "scope-a", "postgres", mode="fts")["hits"] == []
+    result = search(api, "scope-a", "which postgres port do I use", mode="vector")
     assert result["mode"] == "vector"
     assert texts(result)[0] == POSTGRES
     assert all(hit["matched_by"] == ["vector"] for hit in result["hits"])
 
 
 def test_hybrid_says_which_channels_found_each_hit(api, entries):
-    result = search(api, "billing invoices", mode="hybrid")
+    result = search(api, "scope-a", "billing invoices", mode="hybrid")
     assert result["mode"] == "hybrid"
     assert texts(result)[0] == BILLING
     assert result["hits"][0]["matched_by"] == ["fts", "vector"]
@@ -49,19 +44,19 @@ def test_hybrid_says_which_channels_found_each_hit(api, entries):
 
 
 def test_auto_is_hybrid_when_the_vector_index_is_ready(api, entries):
-    assert search(api, "billing")["mode"] == "hybrid"
+    assert search(api, "scope-a", "billing", mode="auto")["mode"] == "hybrid"
 
 
 def test_auto_is_fts_with_the_channel_off_and_the_words_still_match(api, entries, monkeypatch):
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
-    result = search(api, "billing")
+    result = search(api, "scope-a", "billing", mode="auto")
     assert result["mode"] == "fts"
     assert texts(result) == [BILLING]
 
 
 def test_an_unrelated_row_is_not_a_hit_because_it_is_nearest(api, entries):
     # Every row is someone's nearest neighbour; only a similar one is a semantic hit.
-    result = search(api, "what colour is the office cat", mode="vector")
+    result = search(api, "scope-a", "what colour is the office cat", mode="vector")
     assert result["hits"] == []
 
 
@@ -72,7 +67,7 @@ def test_an_entry_without_a_vector_is_still_found_by_its_words(
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     remember(DEPLOY)  # written with the channel off: no vector
     monkeypatch.delenv("POWERCONTEXT_EMBEDDINGS")
-    result = search(api, "deploys fridays", mode="hybrid")
+    result = search(api, "scope-a", "deploys fridays", mode="hybrid")
     assert texts(result)[0] == DEPLOY
     assert result["hits"][0]["matched_by"] == ["fts"]
 
@@ -94,8 +89,8 @@ def test_a_ready_search_does_not_look_the_vector_table_up_in_the_catalogue(
         raise AssertionError("a search looked up the catalogue")
 
     monkeypatch.setattr(vectors, "status", catalogue)
-    assert search(api, "billing")["mode"] == "hybrid"
-    assert texts(search(api, "which postgres port", mode="vector"))[0] == POSTGRES
+    assert search(api, "scope-a", "billing", mode="auto")["mode"] == "hybrid"
+    assert texts(search(api, "scope-a", "which postgres port", mode="vector"))[0] == POSTGRES
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
@@ -107,7 +102,7 @@ def test_a_vector_table_dropped_behind_its_record_is_said_not_hidden(api, entrie
     with connection.cursor() as cursor:
         for statement in reverse:
             cursor.execute(statement)
-    result = search(api, "billing")
+    result = search(api, "scope-a", "billing", mode="auto")
     assert result["mode"] == "fts"
     assert texts(result) == [BILLING]
     response = api.post(

@@ -13,26 +13,16 @@ from hooks.powercontext_hook import capture_source_id
 from powercontext.capture_ids import KEYED_PREFIX, stored_source_id
 from powercontext.models import SourceRecord
 from powercontext.selectors import source_get
+from tests.api_calls import capture
 
 pytestmark = pytest.mark.django_db
 SCOPE = "git:example.com/acme/guess"
 SESSION = "019a-session"
 TURN = "turn_id:7"
+# What the hook sends beside each captured prompt.
+METADATA = {"agent": "codex", "session_id": SESSION, "turn_id": "7"}
 PASSWORD = "Autumn2025!"
 TYPED = "connect with password={} to the staging db"
-
-
-def capture(api, source_id, content):
-    return api.ok(
-        "/v1/sources/content",
-        {
-            "scope_id": SCOPE,
-            "source_id": source_id,
-            "content": content,
-            "metadata": {"agent": "codex", "session_id": SESSION, "turn_id": "7"},
-        },
-        status=202,
-    )
 
 
 def guesses():
@@ -52,7 +42,7 @@ def confirmed(values: str) -> list[str]:
 
 def test_a_guess_cannot_be_confirmed_from_what_is_stored_or_exported(api, tmp_path):
     sent = capture_source_id(SCOPE, SESSION, TURN, TYPED.format(PASSWORD))
-    answer = capture(api, sent, TYPED.format(PASSWORD))
+    answer = capture(api, SCOPE, sent, TYPED.format(PASSWORD), metadata=METADATA)
     # The answer names the id as sent; the redaction took the password.
     assert answer["source"]["source_id"] == sent
     record = SourceRecord.objects.get(scope_id=SCOPE)
@@ -68,8 +58,8 @@ def test_a_guess_cannot_be_confirmed_from_what_is_stored_or_exported(api, tmp_pa
 
 def test_a_keyed_capture_stays_idempotent_and_citable_by_the_id_sent(api):
     sent = capture_source_id(SCOPE, SESSION, TURN, TYPED.format(PASSWORD))
-    first = capture(api, sent, TYPED.format(PASSWORD))
-    again = capture(api, sent, TYPED.format(PASSWORD))
+    first = capture(api, SCOPE, sent, TYPED.format(PASSWORD), metadata=METADATA)
+    again = capture(api, SCOPE, sent, TYPED.format(PASSWORD), metadata=METADATA)
     assert first["position"] == again["position"] == 1
     assert SourceRecord.objects.filter(scope_id=SCOPE).count() == 1
     found = source_get(scope_id=SCOPE, name="content", source_id=sent)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from powercontext.models import RedactionRecord, SourceRecord
 from powercontext.retention import Retention, purge_expired
 from powercontext.sources import payload_digest, source_capture
+from tests.api_calls import capture
 
 from . import secret_samples as s
 from .secret_samples import findings, written_before_redaction
@@ -24,14 +25,6 @@ SCOPE = "scope-a"
 _chain = importlib.import_module("powercontext.migrations.0004_source_journal_chain")
 
 
-def capture(api, source_id, content, scope_id=SCOPE, **extra):
-    return api.ok(
-        "/v1/sources/content",
-        {"scope_id": scope_id, "source_id": source_id, "content": content, **extra},
-        status=202,
-    )
-
-
 def stored(source_id, scope_id=SCOPE):
     return SourceRecord.objects.get(scope_id=scope_id, source_id=source_id)
 
@@ -39,6 +32,7 @@ def stored(source_id, scope_id=SCOPE):
 def test_a_captured_prompt_keeps_no_secret_and_the_answer_says_how_many(api):
     answer = capture(
         api,
+        SCOPE,
         "p1",
         s.FIVE_KINDS_PROMPT,
         metadata={"agent": "codex", "note": f"token {s.GITHUB_TOKEN}"},
@@ -58,6 +52,7 @@ def test_a_captured_prompt_keeps_no_secret_and_the_answer_says_how_many(api):
     assert (
         capture(
             api,
+            SCOPE,
             "p1",
             s.FIVE_KINDS_PROMPT,
             metadata={"agent": "codex", "note": f"token {s.GITHUB_TOKEN}"},
@@ -68,7 +63,7 @@ def test_a_captured_prompt_keeps_no_secret_and_the_answer_says_how_many(api):
 
 
 def test_private_spans_are_never_captured_whatever_the_client(api):
-    capture(api, "p1", "Fix the build.<private> my home address is 1 Elm St</private>")
+    capture(api, SCOPE, "p1", "Fix the build.<private> my home address is 1 Elm St</private>")
     assert api.redacted == "1; kinds=private"
     assert "Elm" not in stored("p1").payload
     assert '"content":"Fix the build."' in stored("p1").payload
@@ -76,8 +71,8 @@ def test_private_spans_are_never_captured_whatever_the_client(api):
 
 def test_the_journal_verifies_as_a_chain_per_scope(api):
     for number in range(3):
-        capture(api, f"p{number}", f"prompt {number}")
-        capture(api, f"q{number}", f"other prompt {number}", scope_id="scope-b")
+        capture(api, SCOPE, f"p{number}", f"prompt {number}")
+        capture(api, "scope-b", f"q{number}", f"other prompt {number}")
     assert findings() == {}
     first, second = stored("p0"), stored("p1")
     assert first.previous_hash == "0" * 64
@@ -88,7 +83,7 @@ def test_the_journal_verifies_as_a_chain_per_scope(api):
 
 def test_a_purge_keeps_the_chain_verifying_and_leaves_no_content(api):
     for number in range(3):
-        capture(api, f"p{number}", f"prompt number {number} about the importer")
+        capture(api, SCOPE, f"p{number}", f"prompt number {number} about the importer")
     before = stored("p1")
     out = io.StringIO()
     call_command(
@@ -110,7 +105,7 @@ def test_a_purge_keeps_the_chain_verifying_and_leaves_no_content(api):
     assert (record.action, record.reason, record.target_key) == ("purge", "asked", "content:p1#2")
     assert findings() == {}
     # A retry of the purged id answers its position; prepare reads around the gap.
-    assert capture(api, "p1", "prompt number 1 about the importer")["position"] == 2
+    assert capture(api, SCOPE, "p1", "prompt number 1 about the importer")["position"] == 2
     prepared = api.ok(
         "/v1/context/prepare", {"scope_id": SCOPE, "query": "importer", "max_bytes": 8000}
     )
@@ -167,7 +162,7 @@ def test_a_purge_keeps_the_chain_verifying_and_leaves_no_content(api):
 )
 def test_tampering_after_a_purge_is_still_caught(api, damage, check, message):
     for number in range(4):
-        capture(api, f"p{number}", f"prompt {number}")
+        capture(api, SCOPE, f"p{number}", f"prompt {number}")
     call_command("purge_sources", "--scope", SCOPE, "--position", "2", stdout=io.StringIO())
     assert findings() == {}
     damage()
@@ -179,7 +174,7 @@ def test_tampering_after_a_purge_is_still_caught(api, damage, check, message):
 
 def test_purge_older_than_and_dry_run(api):
     for number in range(3):
-        capture(api, f"p{number}", f"prompt {number}")
+        capture(api, SCOPE, f"p{number}", f"prompt {number}")
     old = timezone.now() - timedelta(days=10)
     SourceRecord.objects.filter(source_id__in=["p0", "p1"]).update(created_at=old)
     out = io.StringIO()
@@ -205,14 +200,14 @@ def test_purge_older_than_and_dry_run(api):
     ],
 )
 def test_purge_sources_refuses_unclear_requests(api, args, message):
-    capture(api, "p0", "prompt")
+    capture(api, SCOPE, "p0", "prompt")
     with pytest.raises(CommandError, match=message):
         call_command("purge_sources", *args, stdout=io.StringIO())
 
 
 def test_retention_purges_what_is_past_it_and_nothing_else(api):
     for number in range(3):
-        capture(api, f"p{number}", f"prompt {number}")
+        capture(api, SCOPE, f"p{number}", f"prompt {number}")
     SourceRecord.objects.filter(source_id="p0").update(
         created_at=timezone.now() - timedelta(days=31)
     )
@@ -225,7 +220,7 @@ def test_retention_purges_what_is_past_it_and_nothing_else(api):
 
 @pytest.mark.django_db(transaction=True)
 def test_serve_s_retention_task_runs_a_pass_and_stops(api):
-    capture(api, "p0", "prompt")
+    capture(api, SCOPE, "p0", "prompt")
     SourceRecord.objects.update(created_at=timezone.now() - timedelta(days=3))
     task = Retention(days=2, every=3600)
     task.start()
@@ -248,9 +243,9 @@ def test_retention_zero_starts_no_task():
 
 def test_the_migration_chains_a_journal_written_before_it(api, monkeypatch):
     written_before_redaction(monkeypatch)
-    capture(api, "p0", f"old prompt with {s.GITHUB_TOKEN}")
-    capture(api, "p1", "old prompt two")
-    capture(api, "q0", "old prompt in b", scope_id="scope-b")
+    capture(api, SCOPE, "p0", f"old prompt with {s.GITHUB_TOKEN}")
+    capture(api, SCOPE, "p1", "old prompt two")
+    capture(api, "scope-b", "q0", "old prompt in b")
     # As an earlier release left them: no salt, commitment or links.
     SourceRecord.objects.update(salt="", commitment="", previous_hash="", entry_hash="")
     assert "source.journal" in findings()
