@@ -13,6 +13,7 @@ sentence are ``ascii()``-escaped, so the value is always a valid header.
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 
 from powercontext.models import ArtifactHead, SourceRecord
 
@@ -29,7 +30,7 @@ _known: set[str] = set()
 
 # Every scope id, as of a data version: without it, each request on a scope that does
 # not exist yet (a typo is asked again and again) scanned both tables for their distinct
-# scope ids. The version is the newest row (id and scope) of each table a scope lives
+# scope ids. The version is the newest row (id, scope and time) of each table a scope lives
 # in, read from the database on each use, so a write by any thread or process (another
 # server, an import, the admin) moves it and the next use reads the ids again; nothing
 # on the write paths has to remember to invalidate it. It only names the neighbours a
@@ -37,7 +38,8 @@ _known: set[str] = set()
 # database (an insert that commits after a newer one, possible on OceanBase, does not
 # move the version). A scope whose rows are all deleted stays here until the next
 # insert, so a warning may name it until then.
-_Version = tuple[tuple[int, str] | None, tuple[int, str] | None]
+_Newest = tuple[int, str, datetime] | None
+_Version = tuple[_Newest, _Newest]
 _catalogue: tuple[_Version, tuple[str, ...]] | None = None
 _catalogue_lock = threading.Lock()
 
@@ -93,11 +95,11 @@ def _scopes() -> tuple[str, ...]:
 
 def _version() -> _Version:
     """The newest row of each table a scope lives in: two seeks on the primary key.
-    The scope id beside the row id tells apart a row whose id was given again (ids of
-    rolled-back inserts can be)."""
-    head = ArtifactHead.objects.order_by("-pk").values_list("pk", "scope_id").first()
-    source = SourceRecord.objects.order_by("-pk").values_list("pk", "scope_id").first()
-    return head, source
+    Its scope id and time beside its id tell apart a row whose id was given again (the
+    id of a rolled-back insert can be)."""
+    head = ArtifactHead.objects.order_by("-pk").values_list("pk", "scope_id", "updated_at")
+    source = SourceRecord.objects.order_by("-pk").values_list("pk", "scope_id", "created_at")
+    return head.first(), source.first()
 
 
 def forget() -> None:

@@ -2,7 +2,7 @@
 ``PowerContext-Warning`` header (the bodies are a contract: they gain nothing)."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from hypothesis import given
 from hypothesis import strategies as st
@@ -111,6 +111,28 @@ def test_a_scope_written_by_another_process_is_seen_by_the_next_request(api):
     )
     warned = _search(api, "git:github.com/acme/widgest")
     assert warned[HEADER].startswith("scope_near_miss: ")
+
+
+def _head(scope_id, artifact_id="m1"):
+    return ArtifactHead.objects.create(
+        scope_id=scope_id, family="memory", artifact_id=artifact_id, revision=1
+    )
+
+
+def test_rows_rolled_back_under_the_scope_ids_do_not_stand_for_new_ones(api):
+    # On SQLite the ids of rolled-back inserts are given again: the same newest id (and
+    # scope) must not pass for the same data.
+    with transaction.atomic():
+        first = _head("git:github.com/acme/widgets", "m1")
+        newest = _head("git:github.com/acme/gadgets", "m2")
+        assert HEADER in _search(api, "git:github.com/acme/widgest")
+        transaction.set_rollback(True)
+    again = _head("git:github.com/acme/sprockets", "m1")
+    _head("git:github.com/acme/gadgets", "m2")
+    if again.pk != first.pk:
+        assert again.pk > newest.pk  # an engine that never gives an id again
+    assert HEADER not in _search(api, "git:github.com/acme/widgest")
+    assert _search(api, "git:github.com/acme/sprocket")[HEADER].startswith("scope_near_miss: ")
 
 
 @pytest.mark.parametrize(
