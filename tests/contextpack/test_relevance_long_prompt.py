@@ -5,13 +5,11 @@ recalled, even in a scope full of entries that share the prompt's boilerplate. O
 HTTP API is used, so this holds for every search backend.
 """
 
-import json
-
 import pytest
 
+from tests.api_calls import cited, prepare
+
 SCOPE = "git:example.com/team/relevance"
-BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
-END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 
 TARGET = "Deploys to staging need the VPN profile named orca loaded first."
 
@@ -43,18 +41,6 @@ BOILERPLATE = [
 ]
 
 
-def items(content):
-    block = content.split(BEGIN + "\n", 1)[1].rsplit("\n" + END, 1)[0]
-    return json.loads(block)["items"]
-
-
-def cited_entry_ids(api, query, scope=SCOPE):
-    pack = api.ok("/v1/context/prepare", {"scope_id": scope, "query": query, "max_bytes": 8000})
-    if pack["status"] == "empty":
-        return []
-    return [item["citation"]["entry_id"] for item in items(pack["content"])]
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("copies", [2, 12], ids=["small-scope", "large-scope"])
 def test_a_rare_shared_term_is_recalled_inside_a_long_prompt(api, remember, copies):
@@ -64,7 +50,7 @@ def test_a_rare_shared_term_is_recalled_inside_a_long_prompt(api, remember, copi
     target = remember(TARGET, scope_id=SCOPE)["entry"]["citation"]["entry_id"]
 
     assert len(PROMPT.encode()) > 800
-    assert target in cited_entry_ids(api, PROMPT)
+    assert target in cited(prepare(api, SCOPE, PROMPT))
 
 
 @pytest.mark.django_db
@@ -79,4 +65,4 @@ def test_function_words_of_a_prompt_do_not_fill_the_pack_in_a_small_scope(api, r
         remember(text, scope_id=SCOPE)
     target = remember(TARGET, scope_id=SCOPE)["entry"]["citation"]["entry_id"]
 
-    assert cited_entry_ids(api, PROMPT) == [target]
+    assert cited(prepare(api, SCOPE, PROMPT)) == [target]
