@@ -7,7 +7,7 @@
 For each size, in fresh data directories (on OceanBase: fresh databases on one embedded
 seekdb, or on ``--oceanbase-url``):
 
-1. seed one scope of N Memory entries (``tests/powercontext/archive_history.py``
+1. seed one scope of N Memory entries (``tests/powercontext/archive/archive_history.py``
    ``bulk_memory``: the rows ``memory_remember`` writes, one revision each, by bulk
    INSERTs, then every 1,000th revised, every 1,500th retired, one reactivated through the
    services) and its derived data;
@@ -93,7 +93,7 @@ def seed(store: Store, entries: int) -> Completed:
         "--no-imports",
         "-c",
         "from django.core.management import call_command\n"
-        "from tests.powercontext.archive_history import bulk_memory\n"
+        "from tests.powercontext.archive.archive_history import bulk_memory\n"
         "call_command('migrate', verbosity=0)\n"
         f"bulk_memory({SCOPE!r}, {entries})\n",
     )

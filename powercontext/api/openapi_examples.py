@@ -4,7 +4,7 @@ in the order a new scope lives it, with ids of the shapes the server mints.
 The family modules (``memory.openapi_examples``, ``experience.openapi_examples``,
 ``contextpack.openapi_examples``) hold their operations' examples; this one holds the
 shared ids, the system operations' examples and the error examples. Every example is
-checked by ``tests/powercontext/test_openapi_examples.py``: it validates against its
+checked by ``tests/powercontext/api/test_openapi_examples.py``: it validates against its
 schema, and the story is replayed against the API (ids mapped to the ones the server
 mints), so an example that stops being true fails the suite.
 """

@@ -61,7 +61,7 @@ def match_expression(index: SearchIndex, scope: str, terms: list[str]) -> str:
 
 def _statement(*lines: str) -> str:
     # The layout of the statements as the migrations first wrote them, kept to the byte
-    # (tests/powercontext/test_search_indexes.py compares them).
+    # (tests/powercontext/search/test_search_indexes.py compares them).
     return "\n" + "".join(f"    {line}\n" for line in lines) + "    "
 
 

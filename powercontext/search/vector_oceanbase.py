@@ -7,7 +7,8 @@ identity here) and ``VECTOR(<dimension>)``, with ``CREATE VECTOR INDEX ... WITH
 (distance=cosine, type=hnsw, lib=vsag)``. No foreign key to the indexed table (it would
 block dropping or altering that table in a migration): as on SQLite, the write path drops
 a deleted row's vector and ``rebuild_index`` any orphan. What seekdb 1.4 (embedded) does,
-checked for real (tests/powercontext/test_vectors.py, bench/vector_bench.py; figures on
+checked for real (tests/powercontext/search/vectors/test_vectors.py,
+bench/vector_bench.py; figures on
 the shared 2-core machine at load 2-7, random unit vectors, real prompts' segments as
 queries, k = 66, in a read snapshot):
 

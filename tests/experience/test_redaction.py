@@ -12,8 +12,8 @@ from django.core.management import call_command
 from experience.models import Candidate, CandidateVersion
 from powercontext.models import ArtifactHead, ArtifactRevision, RedactionRecord, SourceRecord
 from powercontext.sources import source_capture
-from tests.powercontext import secret_samples as s
-from tests.powercontext.secret_samples import findings, written_before_redaction
+from tests.powercontext.redaction import secret_samples as s
+from tests.powercontext.redaction.secret_samples import findings, written_before_redaction
 
 from .conftest import SCOPE, proposal
 

@@ -18,7 +18,7 @@ from memory import mcp as memory_mcp
 from memory.models import MemoryEntryVersion
 from powercontext.api import mcp as api_mcp
 from powercontext.models import SourceRecord
-from tests.powercontext import secret_samples as s
+from tests.powercontext.redaction import secret_samples as s
 
 from .conftest import SCOPE, SOURCE, capture_source, proposal
 

@@ -14,8 +14,8 @@ from memory.services import content_hash
 from powercontext.models import ArtifactRevision, RedactionRecord
 from powercontext.search import vectors
 from tests.api_calls import search_texts
-from tests.powercontext import secret_samples as s
-from tests.powercontext.secret_samples import findings, written_before_redaction
+from tests.powercontext.redaction import secret_samples as s
+from tests.powercontext.redaction.secret_samples import findings, written_before_redaction
 
 pytestmark = pytest.mark.django_db
 SCOPE = "scope-a"

@@ -11,7 +11,7 @@ from memory.models import MemoryEntryVersion, SessionStartMark
 from memory.services import session_mark
 from powercontext.archive.format import ArchiveRefused
 from powercontext.archive.importer import archive_verify
-from tests.powercontext.test_archive import records, reseal, run, wipe
+from tests.powercontext.archive.test_archive import records, reseal, run, wipe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STREAM = "memory.session_start_mark"

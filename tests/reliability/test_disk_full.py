@@ -4,7 +4,7 @@ Writes on storage that cannot take them answer the documented 507 ``insufficient
 (never a 500), ``/health/ready`` reports it, and both recover by themselves once space
 is back; every write acknowledged at any point is still there, and ``check_integrity``
 passes. Needs ``mount -t tmpfs`` (root); where that is not allowed the test is skipped
-and ``tests/powercontext/test_storage.py`` still covers the mapping with SQLite's own
+and ``tests/powercontext/api/test_storage.py`` still covers the mapping with SQLite's own
 "database or disk is full" (``PRAGMA max_page_count``). A read-only database is covered
 there too (``PRAGMA query_only``): a tmpfs cannot be remounted read-only while the
 server holds its database open for writing.

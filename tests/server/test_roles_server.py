@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from tests.experience.servers import AGENT_TOKEN, Server, manage
-from tests.powercontext.roles import PROPOSAL
+from tests.powercontext.api.roles import PROPOSAL
 from tests.server.mcp.conftest import call, http_client
 
 SCOPE = "git:example.com/acme/roles-served"

@@ -16,7 +16,7 @@ from powercontext.api.auth import Role
 from powercontext.models import ArtifactRevision, SourceRecord
 from powercontext.sources import source_capture
 
-OPENAPI = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
+OPENAPI = Path(__file__).resolve().parents[3] / "openapi" / "powercontext.yaml"
 SCOPE = "git:example.com/acme/roles"
 AGENT_TOKEN = "agent-token-for-the-role-tests"
 PROPOSAL = {

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-COMMITTED = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
+COMMITTED = Path(__file__).resolve().parents[3] / "openapi" / "powercontext.yaml"
 
 
 def test_committed_openapi_has_no_drift(tmp_path):

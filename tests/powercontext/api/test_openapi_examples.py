@@ -27,7 +27,7 @@ from powercontext.api.fields import StrictSerializer
 from powercontext.api.openapi_examples import ID_PATTERNS
 from tests.conftest import ApiClient
 
-COMMITTED = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
+COMMITTED = Path(__file__).resolve().parents[3] / "openapi" / "powercontext.yaml"
 DOCUMENT = yaml.safe_load(COMMITTED.read_text())
 METHODS = ("get", "post", "put", "patch", "delete")
 AGENT_TOKEN = "examples-agent-token"

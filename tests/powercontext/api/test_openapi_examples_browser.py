@@ -6,7 +6,7 @@ import pytest
 
 from powercontext.api.openapi_examples import ENTRY_ID
 from tests.experience.servers import REPO_ROOT, Server
-from tests.powercontext.test_api_docs import offline_browser  # noqa: F401 (a fixture)
+from tests.powercontext.api.test_api_docs import offline_browser  # noqa: F401 (a fixture)
 
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 

@@ -15,7 +15,7 @@ from powercontext.api.auth import AGENT, Caller, IsCaller, Role
 from powercontext.api.views import ApiView
 from powercontext.exceptions import PermissionDenied
 from tests.conftest import ApiClient, error_code
-from tests.powercontext.roles import (
+from tests.powercontext.api.roles import (
     AGENT_TOKEN,
     OPENAPI,
     OPERATION_ROLES,

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 class SqliteSide:
@@ -76,7 +76,7 @@ class SqliteSide:
             "from django.core.management import call_command\n"
             "from django.test import Client\n"
             "from tests.conftest import ApiClient\n"
-            "from tests.powercontext.archive_history import probe_json\n"
+            "from tests.powercontext.archive.archive_history import probe_json\n"
             f"{code}\n"
             f"read = probe_json(ApiClient(Client(HTTP_HOST='localhost')), {scopes!r}, "
             f"every={every})\n"

@@ -28,7 +28,7 @@ from powercontext.archive.importer import archive_verify
 from powercontext.archive.streams import left_out, streams
 from powercontext.models import ArtifactRevision, SourceRecord
 from tests.conftest import ApiClient
-from tests.powercontext.archive_history import (
+from tests.powercontext.archive.archive_history import (
     HOSTILE_SCOPE,
     PLAIN_SCOPE,
     hostile_history,

@@ -21,8 +21,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from tests.conftest import engine
-from tests.powercontext.archive_history import HOSTILE_SCOPE, PLAIN_SCOPE, probe
-from tests.powercontext.archive_sides import SqliteSide
+from tests.powercontext.archive.archive_history import HOSTILE_SCOPE, PLAIN_SCOPE, probe
+from tests.powercontext.archive.archive_sides import SqliteSide
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -100,7 +100,7 @@ def trip(
 def test_a_hostile_history_reads_the_same_after_a_round_trip(tmp_path, api):
     seed = (
         "from experience import services\n"
-        "from tests.powercontext.archive_history import hostile_history\n"
+        "from tests.powercontext.archive.archive_history import hostile_history\n"
         "issued = services.reviewer_token_issue(username='rita', create=True)\n"
         "hostile_history(ApiClient(Client(HTTP_HOST='localhost')),\n"
         "    ApiClient(Client(HTTP_HOST='localhost'), token=issued.token))\n"
@@ -123,7 +123,7 @@ def test_a_scope_of_ten_thousand_entries_reads_the_same_after_a_round_trip(
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
     request.addfinalizer(lambda: empty(BIG_SCOPE))
     seed = (
-        "from tests.powercontext.archive_history import bulk_memory\n"
+        "from tests.powercontext.archive.archive_history import bulk_memory\n"
         f"bulk_memory({BIG_SCOPE!r}, {BIG})\n"
     )
     trip(tmp_path, api, seed, [BIG_SCOPE], embeddings=False, every=100, packs_across_engines=False)

@@ -19,8 +19,8 @@ from memory.models import MemoryEntryVersion
 from memory.services import content_hash, memory_remember
 from powercontext.archive import format as archive_format
 from powercontext.archive.format import ArchiveRefused
+from tests.powercontext.redaction.secret_samples import findings, written_before_redaction
 
-from .secret_samples import findings, written_before_redaction
 from .test_archive import reseal, run, wipe
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from django.db import connection
 
 from memory.services import memory_remember
 from tests.conftest import engine, sqlite_only
-from tests.powercontext.archive_sides import SqliteSide
+from tests.powercontext.archive.archive_sides import SqliteSide
 
 SCOPE = "scope-backup"
 

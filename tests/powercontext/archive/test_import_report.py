@@ -2,8 +2,8 @@
 
 import pytest
 
-from tests.powercontext.archive_history import HOSTILE_SCOPE, PLAIN_SCOPE
-from tests.powercontext.test_archive import archive, history, reviewer_api, run, wipe
+from tests.powercontext.archive.archive_history import HOSTILE_SCOPE, PLAIN_SCOPE
+from tests.powercontext.archive.test_archive import archive, history, reviewer_api, run, wipe
 
 __all__ = ["archive", "history", "reviewer_api"]  # fixtures, used by name
 

@@ -129,7 +129,7 @@ def test_sqleans_bundled_extensions_stay_off_whatever_the_environment():
     )
 )
 def test_fts5_on_the_engine_splits_searchable_text_exactly_at_the_analyzers_spaces(values):
-    # As tests/powercontext/test_analyzer.py checks for the standard library's SQLite:
+    # As tests/powercontext/search/test_analyzer.py checks for the standard library's SQLite:
     # sqlean's newer SQLite must tokenise the Memory index's text the same way.
     db = sqlean.connect(":memory:")
     db.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize={MEMORY_TOKENIZER})")

@@ -19,7 +19,7 @@ from powercontext import embedding
 from powercontext.embedding import model_file
 from powercontext.embedding.model_file import FILES, Manifest, ModelFile
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ pytestmark = [
     pytest.mark.slow,
     sqlite_only("runs manage.py on a fresh SQLite data directory"),
 ]
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from tests.hooks.conftest import LIVE_TOKEN, codex_payload, free_port, hook_env,
 from . import secret_samples as s
 
 pytestmark = pytest.mark.slow
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SCOPE = "git:example.com/acme/secrets"
 PRIVATE = "my home address is 12 Quiet Lane"
 

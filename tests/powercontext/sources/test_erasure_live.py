@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.hooks.conftest import live_post
-
-from .test_secrets_live import Served, manage
+from tests.powercontext.redaction.test_secrets_live import Served, manage
 
 pytestmark = pytest.mark.slow
 SCOPE = "git:example.com/acme/erasure"
@@ -137,7 +136,7 @@ def test_redact_secrets_while_serving_leaves_no_byte_in_the_files(tmp_path):
     import subprocess
     import sys
 
-    from .test_secrets_live import REPO_ROOT, server_env
+    from tests.powercontext.redaction.test_secrets_live import REPO_ROOT, server_env
 
     home = tmp_path / "server"
     home.mkdir()

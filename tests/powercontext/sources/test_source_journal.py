@@ -16,9 +16,8 @@ from powercontext.models import RedactionRecord, SourceRecord
 from powercontext.retention import Retention, purge_expired
 from powercontext.sources import payload_digest, source_capture
 from tests.api_calls import capture
-
-from . import secret_samples as s
-from .secret_samples import findings, written_before_redaction
+from tests.powercontext.redaction import secret_samples as s
+from tests.powercontext.redaction.secret_samples import findings, written_before_redaction
 
 pytestmark = pytest.mark.django_db
 SCOPE = "scope-a"

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from experience import services as experience_services
 from powercontext.api.auth import Role
 from server.mcp.server import TOOL_NAMES
-from tests.powercontext.roles import AGENT_TOKEN, OPERATION_ROLES, body, fingerprint, world
+from tests.powercontext.api.roles import AGENT_TOKEN, OPERATION_ROLES, body, fingerprint, world
 
 from .conftest import call, http_client
 

@@ -441,8 +441,8 @@ def test_a_dimension_change_recreates_the_table_for_the_new_dimension(family):
 
 def test_a_table_of_another_layout_is_not_read_nor_written_until_rebuilt(family):
     """What a database upgraded from before the engine's current layout looks like (the
-    migration records layout "" for a SQLite table made then; tests/powercontext/
-    test_vector_sqlite.py does it with the real old table)."""
+    migration records layout "" for a SQLite table made then; test_vector_sqlite.py
+    does it with the real old table)."""
     first = family.add(POSTGRES)
     VectorIndexState.objects.filter(index=family.index.name).update(layout="")
     current = vectors.status(family.index)
