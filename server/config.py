@@ -21,10 +21,6 @@ from dj_database_url import DBConfig
 OCEANBASE_ENGINE = "powercontext.db.backends.oceanbase"
 # Django's SQLite backend on sqlean's SQLite, with sqlite-vec loaded (the vector channel).
 SQLITE_ENGINE = "powercontext.db.backends.sqlite"
-# The most of the SQLite file a connection reads through a memory map (PRAGMA mmap_size):
-# the pages are the operating system's, shared by every connection, not copied into
-# each one's cache; a 1,000-entry scope's database is some 7 MB.
-MMAP_BYTES = 64 * 1024 * 1024
 
 logger = logging.getLogger("powercontext.config")
 
@@ -211,16 +207,7 @@ def database_config(home: Path, url: str | None = None) -> DBConfig:
         # WAL lets readers keep a snapshot while a writer commits; IMMEDIATE makes a
         # write transaction take the write lock up front, so two writers queue on the
         # busy timeout instead of one failing on lock upgrade.
-        # Reads through a memory map of the file (at most MMAP_BYTES) instead of copying
-        # each page into every connection's own cache: a search reads every candidate's
-        # float vector (1.5 MB at 1,000 entries) and the server keeps a connection per
-        # worker thread. Search p50 through the stack, 1,000 entries, loaded 2-core
-        # machine, alternating blocks in one run: 41.4 / 31.7 / 34.8 / 45.4 ms against
-        # 52.6 / 32.9 / 40.7 / 46.8 without.
-        options.setdefault(
-            "init_command",
-            f"PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA mmap_size={MMAP_BYTES};",
-        )
+        options.setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         options.setdefault("transaction_mode", "IMMEDIATE")
         options.setdefault("timeout", 30)
     # Keep a connection per server thread instead of opening one per request (an

@@ -9,7 +9,6 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from server import config
 from tests.conftest import ApiClient, sqlite_only
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,12 +127,3 @@ def test_concurrent_captures_get_gapless_positions():
     assert {response.status_code for response in responses} == {202}
     positions = sorted(response.json()["position"] for response in responses)
     assert positions == list(range(1, 41))
-
-
-@sqlite_only("OceanBase has no memory-mapped file reads")
-def test_sqlite_reads_through_a_memory_map():
-    # Searches read every candidate's float vector: through the map, the pages are shared
-    # by the worker threads' connections instead of copied into each one's cache.
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA mmap_size")
-        assert cursor.fetchone()[0] == config.MMAP_BYTES
