@@ -25,6 +25,15 @@ from pathlib import Path
 from server.config import data_home, database_config, secret_key, source_retention_days
 from server.origin_policy import parse_allowed_hosts
 
+# NumPy's BLAS (OpenBLAS in its wheels) runs on one thread unless the operator says
+# otherwise. Its products here are small (a prompt's token rows against a candidate's,
+# a query vector against a scope's): a pool of threads splitting them waits on itself
+# more than it works, and far more when the cores are busy. 24 products of 70x384 by
+# 384x30, 2 cores under load: 1-7 ms on one thread, 510-630 ms on OpenBLAS's default
+# (bench/profile_ops.py: focus.matches, 93 of a prepare's 206 ms). Read when the library
+# loads: set here, before any module imports NumPy (Django reads settings first).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # The checkout (this file is server/settings.py).
 BASE_DIR = Path(__file__).resolve().parents[1]
 
