@@ -216,3 +216,32 @@ def test_claim_is_exclusive_and_never_follows_a_link(tmp_path):
     planted.symlink_to(tmp_path / "elsewhere")
     assert hook.claim_session_pack(str(planted)) is False
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_the_first_prompt_is_captured_after_the_session_pack_is_chosen(tmp_path, fake_server):
+    """The session pack picks entries by the scope's recent prompts: the one the first
+    prompt's hook brings is the pack the session had before that prompt, not one moved by
+    its capture racing beside it."""
+    answered: list[float] = []
+    captured: list[float] = []
+
+    def session_answer(_request):
+        time.sleep(0.3)
+        answered.append(time.monotonic())
+        return Reply(200, prepared(SESSION_PACK))
+
+    def capture_answer(_request):
+        captured.append(time.monotonic())
+        return Reply(202, {"source_id": "x", "position": 1})
+
+    server = fake_server(
+        {
+            "/v1/context/prepare": Reply(200, prepared(PROMPT_PACK)),
+            "/v1/context/session": session_answer,
+            "/v1/sources/content": capture_answer,
+        }
+    )
+    context, _ = run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)
+    assert packs(context) == [SESSION_PACK, PROMPT_PACK]
+    assert len(answered) == len(captured) == 1
+    assert captured[0] >= answered[0]

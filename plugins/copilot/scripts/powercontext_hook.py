@@ -1044,14 +1044,22 @@ def run_hook(
 
     # Concurrent, so the agent waits for the slowest call rather than for all in turn;
     # one deadline for all of them.
-    capture_thread = None
-    if want_capture:
-        capture_thread, _ = _in_thread(
-            capture, config, agent, scope_id, hook_input, prompt, deadline
-        )
     session_thread = None
     if marker is not None:
         session_thread, session_box = _in_thread(session, config, scope_id, deadline)
+    capture_thread = None
+    if want_capture:
+        capture_thread, _ = _in_thread(
+            _capture_after,
+            session_thread,
+            started + config.budget / 2,
+            config,
+            agent,
+            scope_id,
+            hook_input,
+            prompt,
+            deadline,
+        )
     result = RecallResult(SKIPPED)
     if want_recall:
         recall_thread, box = _in_thread(prepare, config, scope_id, query, deadline)
@@ -1081,6 +1089,24 @@ def run_hook(
         # Each pack whole and unchanged, the session's first, as a session would have it.
         return hook_output("\n\n".join(contents), PROMPT_EVENT, agent), err
     return None, err
+
+
+def _capture_after(
+    first: threading.Thread | None,
+    until: float,
+    config: Config,
+    agent: str,
+    scope_id: str,
+    hook_input: Mapping[str, Any],
+    prompt: str,
+    deadline: float,
+) -> None:
+    """:func:`capture`, once ``first`` (the session pack's call) has its answer or at
+    ``until``: the session pack picks entries by the scope's recent prompts, and it is the
+    pack the session had before this prompt, as the session hook would have given it."""
+    if first is not None:
+        first.join(max(until - time.monotonic(), 0))
+    capture(config, agent, scope_id, hook_input, prompt, deadline)
 
 
 def _joined(thread: threading.Thread, box: list[Any], deadline: float) -> RecallResult:
