@@ -11,6 +11,9 @@ Per prompt the hook makes at most two calls, concurrently, under one hard time b
   content goes to the agent unchanged as ``hookSpecificOutput.additionalContext``;
 - **capture**: ``POST /v1/sources/content`` with an idempotent source id.
 
+(Copilot CLI's first prompt of a session adds a third, the session's pack, under the
+same budget: see ``claim_session_pack``.)
+
 It fails open: whatever goes wrong, stdout stays empty, the exit code is 0, and recall
 writes one JSON diagnostic line to stderr (never the prompt, scope, citations or content).
 
