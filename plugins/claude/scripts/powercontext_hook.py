@@ -11,6 +11,9 @@ Per prompt the hook makes at most two calls, concurrently, under one hard time b
   content goes to the agent unchanged as ``hookSpecificOutput.additionalContext``;
 - **capture**: ``POST /v1/sources/content`` with an idempotent source id.
 
+(Copilot CLI's first prompt of a session adds a third, the session's pack, under the
+same budget: see ``claim_session_pack``.)
+
 It fails open: whatever goes wrong, stdout stays empty, the exit code is 0, and recall
 writes one JSON diagnostic line to stderr (never the prompt, scope, citations or content).
 
@@ -72,8 +75,9 @@ AGENTS = {
 }
 # What each host calls the two events in its hook input (``hook_event_name``), keyed by
 # the event the entry script handles. Gemini CLI's prompt event is ``BeforeAgent``;
-# Copilot CLI sends no event name at all (its input is ``{timestamp, cwd, prompt}`` or
-# ``{timestamp, cwd, source}``), so the entry script alone says which event it is.
+# Copilot CLI sends no event name at all (its input is ``{sessionId, timestamp, cwd,
+# prompt}`` or ``{sessionId, timestamp, cwd, source, initialPrompt?}``), so the entry
+# script alone says which event it is.
 HOST_EVENTS = {
     "gemini": {PROMPT_EVENT: "BeforeAgent", SESSION_EVENT: "SessionStart"},
     "copilot": {PROMPT_EVENT: None, SESSION_EVENT: None},
@@ -833,12 +837,14 @@ def hook_output(content: str, event: str = PROMPT_EVENT, agent: str = "claude") 
     )
 
 
-def _pack_marker(hook_input: Mapping[str, Any]) -> str | None:
+def _pack_marker(
+    hook_input: Mapping[str, Any], key: str = "session_id", prefix: str = "session-"
+) -> str | None:
     """The file that remembers the last session pack given to this session, or None when
-    the host sends no session id or the directory is not this user's own. In a per-user
-    directory of the temporary directory: it only has to outlive the gap between two
-    hook runs of one session."""
-    session_id = hook_input.get("session_id")
+    the host sends no session id (``hook_input[key]``) or the directory is not this
+    user's own. In a per-user directory of the temporary directory: it only has to
+    outlive the gap between two hook runs of one session."""
+    session_id = hook_input.get(key)
     getuid = getattr(os, "getuid", None)
     if not isinstance(session_id, str) or not session_id or getuid is None:
         return None
@@ -857,7 +863,7 @@ def _pack_marker(hook_input: Mapping[str, Any]) -> str | None:
     if info.st_uid != getuid() or (info.st_mode & 0o777) != 0o700 or os.path.islink(directory):
         return None
     name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return os.path.join(directory, "session-" + name)
+    return os.path.join(directory, prefix + name)
 
 
 def first_session_pack(agent: str, hook_input: Mapping[str, Any], content: str) -> bool:
@@ -898,8 +904,67 @@ def forget_session_pack(hook_input: Mapping[str, Any]) -> None:
     """A prompt went by: the next SessionStart (a compaction) gives the pack again."""
     marker = _pack_marker(hook_input)
     if marker is not None:
+        _unlink(marker)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------- Copilot CLI's session pack
+#
+# Copilot CLI starts the sessionStart hook and, under ``copilot -p`` (or with any first
+# prompt given on its command line, then handed to the session hook as
+# ``initialPrompt``), the prompt's userPromptSubmitted hook 0.2 s later, side by side. It
+# builds the first user message as soon as the prompt's hook has answered: a session
+# pack that comes later reaches no request of that turn. So the prompt hook, which
+# Copilot waits for, carries the session pack itself on a session's first prompt, and
+# the session hook gives it only when no prompt runs beside it (an interactive start).
+# One marker per session, created with O_EXCL by whichever hook delivers first, makes
+# it exactly once across the two concurrent processes.
+
+COPILOT_MARKER_PREFIX = "copilot-"
+# Markers of sessions older than this are swept at each session start. A session still
+# running past it gets its pack once more, on its next prompt: bytes, not a lost recall.
+COPILOT_MARKER_MAX_AGE_S = 7 * 24 * 3600
+
+
+def copilot_marker(hook_input: Mapping[str, Any]) -> str | None:
+    """This Copilot session's marker (``sessionId``), or None when there is none to use:
+    then the session hook gives the pack as it comes and the prompt hook never does."""
+    return _pack_marker(hook_input, "sessionId", COPILOT_MARKER_PREFIX)
+
+
+def claim_session_pack(marker: str) -> bool:
+    """True for the one process that creates ``marker``: O_CREAT|O_EXCL is atomic, so of
+    two hooks answering at once exactly one gives the session pack. O_NOFOLLOW: a link
+    planted in its place is never followed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.close(os.open(marker, flags, 0o600))
+    except OSError:  # FileExistsError above all: the other hook delivered
+        return False
+    return True
+
+
+def sweep_markers(marker: str, now: float) -> None:
+    """Remove Copilot markers older than ``COPILOT_MARKER_MAX_AGE_S``: one empty file per
+    session, so the directory stays bounded by the sessions of the last week."""
+    directory = os.path.dirname(marker)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(COPILOT_MARKER_PREFIX):
+            continue
+        path = os.path.join(directory, name)
         try:
-            os.unlink(marker)
+            if now - os.lstat(path).st_mtime > COPILOT_MARKER_MAX_AGE_S:
+                os.unlink(path)
         except OSError:
             pass
 
@@ -974,27 +1039,87 @@ def run_hook(
     cwd = hook_input.get("cwd")
     scope_id = resolve_scope(cwd if isinstance(cwd, str) else None, environ)
 
-    # Concurrent, so the agent waits for the slower call rather than for both in turn.
+    # Copilot CLI: on a session's first prompt the session's pack comes with this one's
+    # (see claim_session_pack), until a definite answer has been given for the session.
+    marker = copilot_marker(hook_input) if agent == "copilot" and want_recall else None
+    if marker is not None and os.path.lexists(marker):
+        marker = None
+
+    # Concurrent, so the agent waits for the slowest call rather than for all in turn;
+    # one deadline for all of them.
+    session_thread = None
+    if marker is not None:
+        session_thread, session_box = _in_thread(session, config, scope_id, deadline)
     capture_thread = None
     if want_capture:
         capture_thread, _ = _in_thread(
-            capture, config, agent, scope_id, hook_input, prompt, deadline
+            _capture_after,
+            session_thread,
+            started + config.budget / 2,
+            config,
+            agent,
+            scope_id,
+            hook_input,
+            prompt,
+            deadline,
         )
     result = RecallResult(SKIPPED)
     if want_recall:
         recall_thread, box = _in_thread(prepare, config, scope_id, query, deadline)
-        recall_thread.join(max(deadline - time.monotonic(), 0))
-        if recall_thread.is_alive():  # e.g. a name lookup the socket timeouts cannot bound
-            result = RecallResult(SERVER_UNAVAILABLE)
-        elif box and isinstance(box[0], RecallResult):
-            result = box[0]
-        else:
-            result = RecallResult(INVALID_RESPONSE)
+        result = _joined(recall_thread, box, deadline)
+    session_result = None
+    if session_thread is not None:
+        session_result = _joined(session_thread, session_box, deadline)
     if capture_thread is not None:
         capture_thread.join(max(deadline - time.monotonic(), 0))
+
+    contents: list[str] = []
+    lines: list[str | None] = []
+    if session_result is not None and marker is not None:
+        if session_result.outcome not in (READY, EMPTY):
+            # No definite answer (a down server): no claim, so the next prompt tries again.
+            lines.append(diagnostic(agent, session_result, SESSION_EVENT))
+        elif claim_session_pack(marker) and session_result.content is not None:
+            contents.append(session_result.content)
+            lines.append(_warned(agent, session_result, SESSION_EVENT))
     if result.outcome == READY and result.content is not None:
-        return hook_output(result.content, PROMPT_EVENT, agent), _warned(agent, result)
-    return None, diagnostic(agent, result)
+        contents.append(result.content)
+        lines.append(_warned(agent, result))
+    else:
+        lines.append(diagnostic(agent, result))
+    err = "\n".join(line for line in lines if line) or None
+    if contents:
+        # Each pack whole and unchanged, the session's first, as a session would have it.
+        return hook_output("\n\n".join(contents), PROMPT_EVENT, agent), err
+    return None, err
+
+
+def _capture_after(
+    first: threading.Thread | None,
+    until: float,
+    config: Config,
+    agent: str,
+    scope_id: str,
+    hook_input: Mapping[str, Any],
+    prompt: str,
+    deadline: float,
+) -> None:
+    """:func:`capture`, once ``first`` (the session pack's call) has its answer or at
+    ``until``: the session pack picks entries by the scope's recent prompts, and it is the
+    pack the session had before this prompt, as the session hook would have given it."""
+    if first is not None:
+        first.join(max(until - time.monotonic(), 0))
+    capture(config, agent, scope_id, hook_input, prompt, deadline)
+
+
+def _joined(thread: threading.Thread, box: list[Any], deadline: float) -> RecallResult:
+    """The result of a recall thread, waited for until ``deadline`` at most."""
+    thread.join(max(deadline - time.monotonic(), 0))
+    if thread.is_alive():  # e.g. a name lookup the socket timeouts cannot bound
+        return RecallResult(SERVER_UNAVAILABLE)
+    if box and isinstance(box[0], RecallResult):
+        return box[0]
+    return RecallResult(INVALID_RESPONSE)
 
 
 def _warned(agent: str, result: RecallResult, event: str = PROMPT_EVENT) -> str | None:
@@ -1012,16 +1137,27 @@ def run_session(
     if not config.recall or config.error is not None:
         return None, diagnostic(agent, RecallResult(SKIPPED), SESSION_EVENT)
     deadline = started + config.budget
+    marker = copilot_marker(hook_input) if agent == "copilot" else None
+    if marker is not None:
+        if hook_input.get("source") == "resume":
+            # A resumed session is given the pack again, as Codex's is: what the project
+            # remembers may have changed since. Done first thing, well before the prompt
+            # hook (started 0.2 s after this one) looks.
+            _unlink(marker)
+        sweep_markers(marker, time.time())
+        initial = hook_input.get("initialPrompt")
+        if isinstance(initial, str) and strip_private(initial).strip():
+            # The prompt's hook runs beside this one and Copilot waits for it alone: it
+            # gives the session pack, so this hook gives nothing and asks nothing.
+            return None, diagnostic(agent, RecallResult(SKIPPED), SESSION_EVENT)
     cwd = hook_input.get("cwd")
     scope_id = resolve_scope(cwd if isinstance(cwd, str) else None, environ)
     thread, box = _in_thread(session, config, scope_id, deadline)
-    thread.join(max(deadline - time.monotonic(), 0))
-    if thread.is_alive():
-        result = RecallResult(SERVER_UNAVAILABLE)
-    elif box and isinstance(box[0], RecallResult):
-        result = box[0]
-    else:
-        result = RecallResult(INVALID_RESPONSE)
+    result = _joined(thread, box, deadline)
+    if marker is not None and result.outcome in (READY, EMPTY):
+        if not claim_session_pack(marker):
+            # A prompt's hook was quicker and gave this session its pack already.
+            return None, diagnostic(agent, RecallResult(SKIPPED), SESSION_EVENT)
     if result.outcome == READY and result.content is not None:
         if not first_session_pack(agent, hook_input, result.content):
             # The same pack is already in this session, with no prompt since: Codex fires
