@@ -7,7 +7,8 @@ and with the two forms of token vectors (docs/relevance-history.md).
 A candidate's *focus* on a prompt segment is how much of it the candidate speaks to, word
 by word: each content token of the segment takes its best cosine to the candidate's
 tokens, and the focus is their mean (ColBERT's MaxSim, as a recall;
-``powercontext.search.focus``). The rule (``relevance.off_focus``, run here at each ``D``):
+``powercontext.search.relevance.focus``). The rule (``relevance.off_focus``, run here at
+each ``D``):
 an admitted candidate holding no anchor of the query (the verdict is not "anchored")
 whose best focus is more than ``D`` under the best of the first ``WINDOW`` admitted
 candidates' on the same segment is left out, and the pack takes the next ones. Two forms
@@ -45,7 +46,7 @@ from bench.locomo import load_conversation, load_templates, render  # noqa: E402
 from bench.relevance_replay import dev_data_arguments, fill, packed  # noqa: E402
 from bench.vector_bench import setup_django  # noqa: E402
 
-# The admitted candidates whose focus is measured (relevance.FOCUS_WINDOW).
+# The admitted candidates whose focus is measured (relevance.numbers.FOCUS_WINDOW).
 WINDOW = 16
 # The memory items a pack holds at most (contextpack.builder.MAX_MEMORY_ITEMS).
 PACK_ITEMS = 8
@@ -143,7 +144,7 @@ def asked_everything(args: argparse.Namespace) -> list[Asked]:
 
 class TokenVectors:
     """Unit vectors of a text's content tokens, in both forms: ``states``, the decision's
-    own (``focus.rows_for``: the shipped model's run, kept as the server keeps them), and
+    own (``token_states.rows_for``: the shipped model's run, kept as the server keeps them), and
     ``table``, the model's input word table at the same tokens."""
 
     def __init__(self) -> None:
@@ -159,16 +160,16 @@ class TokenVectors:
         self._tables: dict[str, Any] = {}
 
     def states(self, text: str) -> Any:
-        from powercontext.search import focus
+        from powercontext.search import token_states
 
-        rows = focus.rows_for([text])
+        rows = token_states.rows_for([text])
         if rows is None:
             raise SystemExit("the semantic channel cannot embed: no token states to measure")
         return rows[0]
 
     def table(self, text: str) -> Any:
         from powercontext.embedding.model import is_word_token
-        from powercontext.search.focus import FUNCTION_WORDS
+        from powercontext.search.token_states import FUNCTION_WORDS
 
         if text not in self._tables:
             encoding = self._tokenizer.encode(text)
@@ -216,17 +217,18 @@ def kept(asked: Asked, focused: dict[str, list[Any]], spread: float | None) -> l
     """The pack with the decision's rule (``relevance.off_focus``) at ``spread``: the
     candidates it leaves out, the next ones taking their places (None: without it)."""
     from powercontext.search import relevance
+    from powercontext.search.relevance import numbers
 
     admitted = [(key, verdict) for key, verdict in asked.admitted if key in asked.texts]
     left_out: frozenset[str] = frozenset()
     if spread is not None:
-        shipped = relevance.FOCUS_SPREAD
-        relevance.FOCUS_SPREAD = spread
+        shipped = numbers.FOCUS_SPREAD
+        numbers.FOCUS_SPREAD = spread
         try:
             anchored = [(key, verdict == "ANCHORED") for key, verdict in admitted]
             left_out = relevance.off_focus(anchored, focused).left_out
         finally:
-            relevance.FOCUS_SPREAD = shipped
+            numbers.FOCUS_SPREAD = shipped
     chosen = [key for key, _ in admitted if key not in left_out]
     # An empty pack is the "something must answer" gate's, which the rule does not move.
     return chosen[:PACK_ITEMS] if asked.pack else []
@@ -314,18 +316,18 @@ def _row(values: dict[str, float]) -> str:
 
 def _print_cost(everything: Sequence[Asked]) -> None:
     """What the states form costs a prepare whose window's texts are not kept (a restarted
-    server): the median time of ``focus.rows_for`` over a coding pack's first eight
+    server): the median time of ``token_states.rows_for`` over a coding pack's first eight
     admitted texts, with nothing kept."""
-    from powercontext.search import focus
+    from powercontext.search import token_states
 
     times = []
     for asked in everything:
         if asked.kind != "coding":
             continue
         texts = [asked.texts[key] for key, _ in asked.admitted[:8] if key in asked.texts]
-        focus.forget()
+        token_states.forget()
         started = time.perf_counter()
-        focus.rows_for(texts)
+        token_states.rows_for(texts)
         times.append((time.perf_counter() - started) * 1000)
     if times:
         print(

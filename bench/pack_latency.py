@@ -9,7 +9,7 @@ services (real embeddings, as the server writes them) into a fresh data director
 every prompt of the project goes through ``prepare_context`` in process, twice (the first
 round warms the caches): p50 and p95 of the second round. With ``--cold`` passes it also
 times each prepare with nothing kept: the query vectors forgotten (as vector_bench's
-"prepare"), and, where the tree has it, the token states too (``focus.forget``: a
+"prepare"), and, where the tree has it, the token states too (``token_states.forget``: a
 restarted server). Run it in two trees one after the other to compare them in one session.
 """
 
@@ -78,14 +78,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"prepare, warm: {_percentiles(timed(prompts, lambda: None))}")
     print(f"prepare, prompt cold: {_percentiles(timed(prompts, hybrid.forget_query_vectors))}")
     try:
-        from powercontext.search import focus
+        from powercontext.search import token_states as kept
     except ImportError:
-        print("prepare, prompt and token states cold: - (this tree keeps no token states)")
-        return
+        try:  # an older tree kept them in the focus module
+            from powercontext.search import focus as kept  # type: ignore[no-redef]
+        except ImportError:
+            print("prepare, prompt and token states cold: - (this tree keeps no token states)")
+            return
 
     def forget_all() -> None:
         hybrid.forget_query_vectors()
-        focus.forget()
+        kept.forget()
 
     cold = _percentiles(timed(prompts, forget_all))
     print(f"prepare, prompt and token states cold: {cold}")

@@ -12,9 +12,9 @@ precision per prompt (all prompts, and wrapped ones: the dev set's ``boilerplate
 no-answer empties; per conversation, LoCoMo bare any / all and wrapped any (the first
 template), and cross-conversation empties.
 
-With ``--choose NAME=V1,V2,...`` (a number of ``powercontext.search.relevance``) it replays
-once per value (the scopes filled once, in ``--home``: bench/relevance_replay.py's) and, for
-each project left out, chooses the value with the best ``objective`` on the six others and
+With ``--choose NAME=V1,V2,...`` (a number of ``powercontext.search.relevance.numbers``) it
+replays once per value (the scopes filled once, in ``--home``: bench/relevance_replay.py's)
+and, for each project left out, chooses the value with the best ``objective`` on the six others and
 scores the seventh with it; then the same over the conversations. The table gives each
 held-out project's figures at the value chosen without it, at the shipped value, and the
 mean and the worst held out. A value is worth shipping when it is chosen on (nearly) every
@@ -298,10 +298,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.home = args.home or tempfile.mkdtemp(prefix="pc-replay-")
     Path(args.home).mkdir(parents=True, exist_ok=True)
     setup_django(Path(args.home), None)
-    from powercontext.search import relevance
+    from powercontext.search.relevance import numbers
 
     for name, value in overrides(args.set).items():
-        setattr(relevance, name, value)
+        setattr(numbers, name, value)
         print(f"# {name} = {value}", flush=True)
     started = time.perf_counter()
     if not args.choose:
@@ -310,19 +310,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     name, _, values = args.choose.partition("=")
     settings = [overrides([f"{name}={v}"], "--choose")[name] for v in values.split(",") if v]
-    shipped = getattr(relevance, name)
+    shipped = getattr(numbers, name)
     if shipped not in settings:
         settings.append(shipped)
     runs: dict[float, list[Asked]] = {}
     talks: dict[float, list[Questioned]] = {}
     try:
         for value in settings:
-            setattr(relevance, name, value)
+            setattr(numbers, name, value)
             runs[value] = coding(args, with_search=False)
             talks[value] = locomo(args)
             print(f"# {name} = {value} done", flush=True)
     finally:
-        setattr(relevance, name, shipped)
+        setattr(numbers, name, shipped)
     print(f"# {name}: shipped {shipped}; chosen on the others, scored on the one left out\n")
     table(name, {str(v): coding_figures(runs[v]) for v in settings})
     held_out(runs, shipped, lambda a: a.project, coding_figures, objective, "project left out")

@@ -16,7 +16,8 @@ planted note (bench/restraint.py's notes and 30-prompt spread), each LoCoMo conv
 the prompt: the *cold* pass), and the figures are bench/restraint.py's: coding precision
 per prompt, recall_any, items, no-answer empties; LoCoMo bare any/all evidence and the
 first template's any; cross-conversation empties; each planted note's reach. ``--set
-NAME=VALUE`` replaces a number of ``powercontext.search.relevance`` for the run;
+NAME=VALUE`` replaces a number of the decision (``powercontext.search.relevance.numbers``)
+for the run;
 ``--cap-unanchored N`` measures a rule the decision does not have: a pack keeps at most N
 admitted candidates that hold no anchor of the prompt (docs/relevance-history.md).
 ``--sweep NAME=V1,V2,...`` replays once for each value of one number, the scopes filled
@@ -52,14 +53,15 @@ PLANTED_PROMPTS = 30
 
 
 def overrides(pairs: Sequence[str], option: str = "--set") -> dict[str, float]:
-    """``NAME=VALUE`` pairs, each naming a number of the relevance module (``option``: the
-    command-line option they came with, for the error)."""
-    from powercontext.search import relevance
+    """``NAME=VALUE`` pairs, each naming a number of the relevance decision
+    (``relevance.numbers``; ``option``: the command-line option they came with, for the
+    error)."""
+    from powercontext.search.relevance import numbers
 
     found: dict[str, float] = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
-        current = getattr(relevance, name, None)
+        current = getattr(numbers, name, None)
         if not name.isupper() or isinstance(current, bool) or not isinstance(current, int | float):
             raise SystemExit(f"{option} {pair}: {name} is not a number of the relevance decision")
         try:
@@ -71,24 +73,24 @@ def overrides(pairs: Sequence[str], option: str = "--set") -> dict[str, float]:
 
 
 def cap_unanchored(count: int) -> None:
-    """Make ``relevance.judge`` leave out the admitted candidates past the ``count``-th
-    that hold no anchor (a measurement: the product has no such cap)."""
-    from powercontext.search import relevance
+    """Make ``relevance.rules.judge`` leave out the admitted candidates past the
+    ``count``-th that hold no anchor (a measurement: the product has no such cap)."""
+    from powercontext.search.relevance import rules
 
-    judge = relevance.judge
+    judge = rules.judge
 
-    def capped(candidates: Any, **kwargs: Any) -> list[relevance.Judgement]:
+    def capped(candidates: Any, facts: Any) -> list[rules.Judgement]:
         kept = 0
         judged = []
-        for judgement in judge(candidates, **kwargs):
-            if judgement.admitted and judgement.verdict is not relevance.Verdict.ANCHORED:
+        for judgement in judge(candidates, facts):
+            if judgement.admitted and judgement.verdict is not rules.Verdict.ANCHORED:
                 kept += 1
                 if kept > count:
-                    judgement = relevance.Judgement(judgement.key, relevance.Verdict.FAR)
+                    judgement = rules.Judgement(judgement.key, rules.Verdict.FAR)
             judged.append(judgement)
         return judged
 
-    relevance.judge = capped
+    rules.judge = capped
 
 
 def fill(home: Path, scope_id: str, entries: Sequence[tuple[str, str, str]]) -> dict[str, str]:
@@ -217,10 +219,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.home = args.home or tempfile.mkdtemp(prefix="pc-replay-")
     Path(args.home).mkdir(parents=True, exist_ok=True)
     setup_django(Path(args.home), None)
-    from powercontext.search import relevance
+    from powercontext.search.relevance import numbers
 
     for name, value in overrides(args.set).items():
-        setattr(relevance, name, value)
+        setattr(numbers, name, value)
         print(f"# {name} = {value}", flush=True)
     if args.cap_unanchored is not None:
         cap_unanchored(args.cap_unanchored)
@@ -246,7 +248,7 @@ def shown(name: str, value: Any) -> str:
 def sweep(args: argparse.Namespace) -> None:
     """A Markdown table of the figures for each value of ``args.sweep`` (NAME=V1,V2,...),
     the other numbers as they are (or as ``--set`` put them)."""
-    from powercontext.search import relevance
+    from powercontext.search.relevance import numbers
 
     name, _, values = args.sweep.partition("=")
     settings = [
@@ -254,15 +256,15 @@ def sweep(args: argparse.Namespace) -> None:
     ]
     if not settings:
         raise SystemExit(f"--sweep {args.sweep}: no value")
-    kept = getattr(relevance, name)
+    kept = getattr(numbers, name)
     rows = []
     try:
         for value in settings:
-            setattr(relevance, name, value)
+            setattr(numbers, name, value)
             rows.append((value, replay(args)))
             print(f"# {name} = {value} done", flush=True)
     finally:
-        setattr(relevance, name, kept)
+        setattr(numbers, name, kept)
     columns = list(rows[0][1])
     print(f"| {name} | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")

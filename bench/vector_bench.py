@@ -191,7 +191,7 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
     from contextpack.builder import MEMORY_WINDOW
     from memory.search_index import MEMORY_INDEX
     from memory.selectors import memory_head, memory_search_at
-    from powercontext.search import analyzer, focus, hybrid
+    from powercontext.search import analyzer, hybrid, token_states
     from powercontext.search.policy import CANDIDATE_POOL
     from powercontext.search.query import Query
     from powercontext.search.ranking import query_segments, semantic_segments
@@ -244,7 +244,7 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
             prepare_context(scope_id=SCOPE, query=text, max_bytes=8000)
             parts["prepare seen"].append(time.perf_counter() - began)
             hybrid.forget_query_vectors()
-            focus.forget()
+            token_states.forget()
             began = time.perf_counter()
             prepare_context(scope_id=SCOPE, query=text, max_bytes=8000)
             parts["prepare states cold"].append(time.perf_counter() - began)

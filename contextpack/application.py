@@ -44,9 +44,9 @@ from powercontext import metrics
 from powercontext.redaction import clean_prompt
 from powercontext.refs import ArtifactRef
 from powercontext.search import SearchInconsistent, hybrid
-from powercontext.search.hybrid import Considered
 from powercontext.search.policy import countable_terms, term_decisions
 from powercontext.search.query import Query
+from powercontext.search.relevance import Considered
 from powercontext.search.term_counts import TermCounts
 from powercontext.snapshot import read_snapshot
 

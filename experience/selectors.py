@@ -33,8 +33,8 @@ from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import SearchInconsistent
-from powercontext.search.hybrid import Considered
 from powercontext.search.query import Query, judged
+from powercontext.search.relevance import Considered
 
 # -- candidates -----------------------------------------------------------------------
 

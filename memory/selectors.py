@@ -39,8 +39,8 @@ from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
 from powercontext.search import IndexHit, SearchInconsistent, hybrid, vectors
-from powercontext.search.hybrid import Considered
 from powercontext.search.query import Query, judged
+from powercontext.search.relevance import Considered
 from powercontext.search.term_counts import TermCounts
 from powercontext.snapshot import read_snapshot
 

@@ -170,7 +170,7 @@ class Embedder:
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[TokenStates]]:
         """:meth:`embed_documents`'s vectors and, from the same run, each text's
         :class:`TokenStates`: what late interaction compares token by token
-        (``powercontext.search.focus``)."""
+        (``powercontext.search.token_states``)."""
         return self._embed(texts, with_tokens=True)
 
     def _embed(
@@ -293,7 +293,7 @@ class TokenStates:
     """A text's word tokens as the model read them: the WordPiece tokens holding a letter
     or a digit (not [CLS], [SEP] or punctuation, cut where the model cuts the text) and
     their last hidden states, L2-normalised, float16 (half the memory: they are kept,
-    ``powercontext.search.focus``)."""
+    ``powercontext.search.token_states``)."""
 
     tokens: tuple[str, ...]
     states: np.ndarray

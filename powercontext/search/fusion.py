@@ -25,7 +25,7 @@ SEMANTIC_WEIGHT = 0.5
 # bench/relevance_replay.py, dev sets: LoCoMo bare 71.7 / 58.2 -> 73.8 / 61.3 %, wrapped
 # 65.1 -> 67.6 %, coding recall_any unchanged at 91.2 %; 0.25 to 1.0 give LoCoMo bare
 # 73.6-73.8 / 60.9-61.3 %, wrapped 67.3-67.9 %, coding unchanged. Ordering by the focus
-# itself (no median taken away: relevance.FOCUS_CROWD)
+# itself (no median taken away: relevance.numbers.FOCUS_CROWD)
 # gave wrapped 68.8 %, but copies of a note repeating one of a long prompt's instructions
 # (each speaks to it word for word) pushed the answer to its question out of the pack
 # (tests/contextpack/test_relevance_long_prompt.py).

@@ -11,14 +11,18 @@ cited values.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from powercontext.search import analyzer, focus, fusion, hybrid, relevance, vectors
+from powercontext.search import analyzer, hybrid, relevance
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
+from powercontext.search.relevance import Considered, Ranked, anchors
 from powercontext.search.term_counts import TermCounts
+
+if TYPE_CHECKING:
+    from powercontext.search import SearchEngine
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class Query:
         terms = analyzer.query_terms(text)
         recurring = recurring_terms(terms, history)
         segment_texts = tuple(semantic_segments(text, recurring))
-        names = relevance.anchor_names(text)
+        names = anchors.anchor_names(text)
         return cls(
             text=text,
             terms=terms,
@@ -62,7 +66,7 @@ class Query:
             segment_texts=segment_texts,
             # A name the user keeps asking about is the subject of their questions, not
             # their boilerplate: it stays an anchor however often it recurs.
-            anchors=relevance.anchor_terms(names),
+            anchors=anchors.anchor_terms(names),
             anchor_names=names,
             pack=True,
         )
@@ -73,12 +77,12 @@ class Query:
     ) -> "Query":
         """A deliberate search for ``text``: every entry holding its words, and with
         ``vector`` (its embedding) the ones near it in meaning."""
-        names = relevance.anchor_names(text)
+        names = anchors.anchor_names(text)
         return cls(
             text=text,
             terms=analyzer.query_terms(text),
             vectors=None if vector is None else (vector,),
-            anchors=relevance.anchor_terms(names),
+            anchors=anchors.anchor_terms(names),
             anchor_names=names,
             fill=True,
             lexical=lexical,
@@ -101,7 +105,7 @@ class Query:
 
 def search(
     index: SearchIndex, query: Query, *, scope_id: str, limit: int, counts: TermCounts
-) -> list[hybrid.Ranked]:
+) -> list[Ranked]:
     """The hits of ``index`` in ``scope_id`` for ``query``, best first, at most ``limit``,
     each with the channels that proposed it; ``counts`` are the index's term counts. Run
     it in the caller's read snapshot. Raises SearchInconsistent when a write-kept index
@@ -114,8 +118,8 @@ class Searched:
     """``hits``: what the decision admitted, best first; ``considered``: every candidate
     in fused order with its verdict and the semantic channel's rank (for explanations)."""
 
-    hits: list[hybrid.Ranked]
-    considered: list[hybrid.Considered]
+    hits: list[Ranked]
+    considered: list[Considered]
 
 
 def judged(
@@ -125,7 +129,7 @@ def judged(
     plan = counts.search_plan(
         scope_id=scope_id, terms=query.terms, recurring=query.recurring, segments=query.segments
     )
-    engine = hybrid.lexical_engine()
+    engine = lexical_engine()
     pool = max(limit, CANDIDATE_POOL)
     candidates: list[IndexHit] = []
     for group in (plan.match, plan.fallback) if query.lexical else ():
@@ -148,108 +152,20 @@ def judged(
     scored = rank(
         ((hit.cited_id, hit.searchable_text) for hit in candidates), plan.weights, query.segments
     )
-    considered = hybrid.ranked(candidates, scored, semantic, query=query, plan=plan)
+    considered = relevance.ranked(candidates, scored, semantic, query=query, plan=plan)
     if query.pack and semantic:
-        considered = _near_duplicates(index, considered, scope_id=scope_id, limit=limit)
-        considered = _off_focus(index, considered, query=query, scope_id=scope_id)
+        considered = relevance.leave_near_duplicates(
+            index, considered, scope_id=scope_id, limit=limit
+        )
+        considered = relevance.leave_off_focus(
+            index, considered, segment_texts=query.segment_texts, scope_id=scope_id
+        )
     hits = [item.ranked for item in considered if item.admitted][:limit]
     return Searched(hits, considered)
 
 
-def _near_duplicates(
-    index: SearchIndex, considered: list[hybrid.Considered], *, scope_id: str, limit: int
-) -> list[hybrid.Considered]:
-    """``considered`` with the near-duplicates among the admitted candidates left out
-    (``relevance.duplicates``): a Context Pack's, so that two entries saying the same
-    thing do not both fill it. Only the stored vectors of the candidates that can reach
-    the ``limit`` are read: the first ``limit`` admitted, and as many more as duplicates
-    left room for."""
-    admitted = [item.ranked.hit for item in considered if item.admitted]
-    keys = [hit.cited_id for hit in admitted]
-    numbered = {hit.cited_id: relevance.numbers(hit.searchable_text) for hit in admitted}
-    stored: dict[str, Any] = {}
-    found: dict[str, str] = {}
-    checked = 0
-    while checked < len(keys) and checked - len(found) < limit:
-        batch = keys[checked : checked + limit - (checked - len(found))]
-        stored |= vectors.stored_vectors(index, scope_id=scope_id, cited_ids=batch)
-        checked += len(batch)
-        found = relevance.duplicates(keys[:checked], stored, numbered)
-    if not found:
-        return considered
-    return [
-        replace(item, verdict=relevance.Verdict.DUPLICATE, duplicate_of=found[key])
-        if (key := item.ranked.hit.cited_id) in found and item.admitted
-        else item
-        for item in considered
-    ]
+def lexical_engine() -> "SearchEngine":
+    """The lexical channel's engine on the default database."""
+    from powercontext.search import search_engine
 
-
-def _off_focus(
-    index: SearchIndex, considered: list[hybrid.Considered], *, query: Query, scope_id: str
-) -> list[hybrid.Considered]:
-    """``considered`` with the admitted candidates that speak to far less of the prompt
-    than the best left out (``relevance.off_focus``), each candidate of the window with
-    its focus, and the window ordered with their focus (``_focus_order``). A Context
-    Pack's: the next candidates take their places. Unchanged when the token states cannot
-    be had (the channel switched off, no model)."""
-    admitted = [item for item in considered if item.admitted]
-    window = [item.ranked.hit.cited_id for item in admitted[: relevance.FOCUS_WINDOW]]
-    if len(admitted) < 2 or not query.segment_texts:
-        return considered
-    documents = vectors.documents_of(index, scope_id=scope_id, cited_ids=window)
-    keys = [key for key in window if key in documents]
-    rows = focus.rows_for([*query.segment_texts, *(documents[key] for key in keys)])
-    if rows is None:
-        return considered
-    segments = rows[: len(query.segment_texts)]
-    matched = {
-        key: focus.matches(segments, found)
-        for key, found in zip(keys, rows[len(query.segment_texts) :], strict=True)
-    }
-    spared = [
-        (item.ranked.hit.cited_id, item.verdict is relevance.Verdict.ANCHORED or _nearest(item))
-        for item in admitted
-    ]
-    judged = relevance.off_focus(spared, matched)
-    return _focus_order(
-        [
-            replace(
-                item,
-                verdict=relevance.Verdict.OFF_FOCUS if key in judged.left_out else item.verdict,
-                focus=judged.focus[key],
-            )
-            if (key := item.ranked.hit.cited_id) in judged.focus and item.admitted
-            else item
-            for item in considered
-        ],
-        judged.lift,
-    )
-
-
-def _nearest(item: hybrid.Considered) -> bool:
-    """Whether ``item`` is among the semantic channel's FOCUS_NEAREST_KEPT nearest."""
-    rank = item.semantic_rank
-    return rank is not None and rank <= relevance.FOCUS_NEAREST_KEPT
-
-
-def _focus_order(
-    considered: list[hybrid.Considered], lift: dict[str, float]
-) -> list[hybrid.Considered]:
-    """``considered`` with the admitted candidates of the window in ``fusion.with_focus``
-    order by their focus ``lift`` (``relevance.Focused``), in the places they held: a
-    Context Pack's first eight are those that speak most to the prompt among those it
-    ranks first."""
-    places = [
-        at
-        for at, item in enumerate(considered)
-        if item.admitted and item.ranked.hit.cited_id in lift
-    ]
-    if len(places) < 2:
-        return considered
-    by_key = {considered[at].ranked.hit.cited_id: considered[at] for at in places}
-    order = fusion.with_focus([(key, item.ranked.score, lift[key]) for key, item in by_key.items()])
-    reordered = list(considered)
-    for at, key in zip(places, order, strict=True):
-        reordered[at] = by_key[key]
-    return reordered
+    return search_engine()

@@ -46,9 +46,9 @@ def test_the_bench_runs_the_decisions_rule_and_the_next_candidates_take_the_plac
     assert kept(asked, focused, 0.5) == ["a", "b", "c", "d"]
     assert kept(asked, focused, None) == ["a", "b", "c", "d"]
     # The shipped spread is back after each run.
-    from powercontext.search import relevance
+    from powercontext.search.relevance import numbers
 
-    assert relevance.FOCUS_SPREAD == 0.12
+    assert numbers.FOCUS_SPREAD == 0.12
 
 
 def test_an_empty_pack_stays_empty():

@@ -7,6 +7,7 @@ import pytest
 
 from contextpack.application import explain_context
 from powercontext.search import relevance
+from powercontext.search.relevance import near_duplicates, numbers
 from tests.api_calls import cited, prepare, search_ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -67,8 +68,8 @@ def _unit(*values):
 
 
 def test_a_near_duplicate_is_left_to_the_better_ranked_candidate():
-    near = relevance.DUPLICATE_SIMILARITY + 0.01
-    far = relevance.DUPLICATE_SIMILARITY - 0.01
+    near = numbers.DUPLICATE_SIMILARITY + 0.01
+    far = numbers.DUPLICATE_SIMILARITY - 0.01
     vectors = {
         "a": _unit(1.0, 0.0, 0.0),
         "b": _unit(near, np.sqrt(1 - near**2), 0.0),  # near a
@@ -94,7 +95,7 @@ def test_a_near_duplicate_is_left_to_the_better_ranked_candidate():
 
 
 def test_texts_with_different_numbers_are_not_duplicates():
-    assert relevance.numbers("the export timeout is 30 s in v2 config") == {"30", "v2"}
+    assert near_duplicates.numbered_terms("the export timeout is 30 s in v2 config") == {"30", "v2"}
     vectors = {"a": _unit(1.0, 0.0), "b": _unit(1.0, 0.0), "c": _unit(1.0, 0.0)}
     numbered = {"a": frozenset({"30"}), "b": frozenset({"60"}), "c": frozenset({"30"})}
     assert relevance.duplicates(["a", "b", "c"], vectors, numbered) == {"c": "a"}

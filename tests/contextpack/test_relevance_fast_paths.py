@@ -5,7 +5,7 @@ definitions give, on seeded random input: the ASCII checks done in C (``readable
 import random
 import unicodedata
 
-from powercontext.search import relevance
+from powercontext.search.relevance import anchors, evidence, numbers
 
 ALPHABET = "aZ9_.-x" + "éß中Ж" + "AbC0 "
 
@@ -21,7 +21,7 @@ def _plain_readable(text):
     latin = sum(
         1 for char in letters if char.isascii() or unicodedata.name(char, "").startswith("LATIN")
     )
-    return latin >= relevance.READABLE_SHARE * len(letters)
+    return latin >= numbers.READABLE_SHARE * len(letters)
 
 
 def _plain_identifier(word):
@@ -31,7 +31,7 @@ def _plain_identifier(word):
 def _plain_anchor(word, sentence_start):
     if len(word) < 2 or not word.isascii() or not any(char.isalpha() for char in word):
         return False
-    if word.lower() in relevance.CALENDAR_WORDS:
+    if word.lower() in anchors.CALENDAR_WORDS:
         return False
     if _plain_identifier(word) or "_" in word:
         return True
@@ -62,12 +62,12 @@ def test_word_checks_match_their_plain_definitions():
     rng = random.Random(41)
     words = [*_words(rng, 20000), "Friday", "GraphQL", "HAR-1101", "v3", "ÉCOLE", "a1"]
     for word in words:
-        assert relevance._is_identifier(word) == _plain_identifier(word), word
+        assert anchors._is_identifier(word) == _plain_identifier(word), word
         for start in (False, True):
-            assert relevance._is_anchor(word, start) == _plain_anchor(word, start), word
+            assert anchors._is_anchor(word, start) == _plain_anchor(word, start), word
     for _ in range(2000):
         text = " ".join(_words(rng, rng.randint(0, 6)))
-        assert relevance.readable(text) == _plain_readable(text), text
+        assert anchors.readable(text) == _plain_readable(text), text
 
 
 def test_coverage_prepared_once_is_the_same_float():
@@ -76,9 +76,9 @@ def test_coverage_prepared_once_is_the_same_float():
     for _ in range(500):
         weights = {term: rng.random() * 3 for term in rng.sample(vocabulary, 12)}
         segments = [rng.sample(vocabulary, rng.randint(0, 8)) for _ in range(rng.randint(0, 4))]
-        prepared = relevance.weighted(weights, segments)
+        prepared = evidence.weighted(weights, segments)
         for _ in range(5):
             terms = frozenset(rng.sample(vocabulary, rng.randint(0, 15)))
             expected = _plain_coverage(terms, weights, segments)
-            assert relevance.coverage_of(terms, prepared) == expected
-            assert relevance.coverage(terms, weights, segments) == expected
+            assert evidence.coverage_of(terms, prepared) == expected
+            assert evidence.coverage(terms, weights, segments) == expected

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from contextpack.application import explain_context
-from powercontext.search import focus, hybrid, relevance
+from powercontext.search import hybrid, relevance, token_states
+from powercontext.search.relevance import focus, numbers
 from tests.api_calls import cited, prepare
 
 DEPLOY_NOTES = [
@@ -72,7 +73,7 @@ def test_the_entries_states_kept_when_they_were_indexed_are_not_embedded_again(
     assert cited(prepare(api, scope, prompt))
     assert embedded_texts == [[prompt]]  # the prompt's segment; the entries' are kept
     # A restarted process keeps nothing: a prepare embeds its window's entries once.
-    focus.forget()
+    token_states.forget()
     embedded_texts.clear()
     prepare(api, scope, prompt)
     prepare(api, scope, prompt)
@@ -114,7 +115,7 @@ def test_the_lift_takes_the_windows_median_focus_away(monkeypatch):
     # Copies of a note repeating an instruction word for word, and the answer to the
     # question: the median of the instruction's segment is the copies' own focus, so they
     # lift little; the answer lifts on the question.
-    monkeypatch.setattr(relevance, "FOCUS_CROWD", 0.75)
+    monkeypatch.setattr(numbers, "FOCUS_CROWD", 0.75)
     copies = {f"copy{n}": [_tokens(0.9, 0.9), _tokens(0.1, 0.1)] for n in range(4)}
     matched = {**copies, "answer": [_tokens(0.2, 0.2), _tokens(0.5, 0.5)]}
     admitted = [(key, False) for key in matched]
@@ -130,7 +131,7 @@ def test_the_lift_takes_the_windows_median_focus_away(monkeypatch):
     lift = relevance.off_focus([(key, False) for key in alone], alone).lift
     assert lift == pytest.approx({"rules": 0.75, "answer": 0.275, "other": 0.075})
     # With the whole median taken away, only how far each stands out counts.
-    monkeypatch.setattr(relevance, "FOCUS_CROWD", 1.0)
+    monkeypatch.setattr(numbers, "FOCUS_CROWD", 1.0)
     lift = relevance.off_focus(admitted, matched).lift
     assert lift["answer"] == pytest.approx(0.4)
     assert all(lift[key] == pytest.approx(0.0) for key in copies)
@@ -138,12 +139,12 @@ def test_the_lift_takes_the_windows_median_focus_away(monkeypatch):
 
 def test_a_packs_window_takes_the_lift_order_in_the_places_it_held():
     from powercontext.search.indexes import IndexHit
-    from powercontext.search.query import _focus_order
+    from powercontext.search.relevance.focus import _focus_order
 
     def item(key, score, verdict=relevance.Verdict.MEANING, focus=0.5):
         hit = IndexHit(key, 1, 1, score)
-        return hybrid.Considered(
-            hybrid.Ranked(hit, score, ("vector",)), 1, 0.5, verdict, focus=focus
+        return relevance.Considered(
+            relevance.Ranked(hit, score, ("vector",)), 1, 0.5, verdict, focus=focus
         )
 
     considered = [
@@ -162,7 +163,7 @@ def test_a_packs_window_takes_the_lift_order_in_the_places_it_held():
 
 
 def test_a_candidate_saying_a_word_no_better_one_says_stays():
-    word, margin = relevance.FOCUS_WORD, relevance.FOCUS_WORD_MARGIN
+    word, margin = numbers.FOCUS_WORD, numbers.FOCUS_WORD_MARGIN
     # "configure celery logging": the first answer says configure and celery; the second
     # says logging, which no better-ranked candidate says, so it stays though far under.
     matched = {
@@ -182,15 +183,15 @@ def test_a_candidate_saying_a_word_no_better_one_says_stays():
 def test_the_kept_states_are_bounded_least_recently_used_first(monkeypatch):
     from powercontext.embedding import TokenStates
 
-    focus.forget()
+    token_states.forget()
     state = TokenStates(("cats",), np.zeros((1, 384), dtype=np.float16))  # 768 bytes
-    monkeypatch.setattr(focus, "KEPT_BYTES", 2 * state.states.nbytes)
-    focus.keep("model", ["one", "two"], [state, state])
-    focus.keep("model", ["one"], [state])  # used again: "two" is now the oldest
-    focus.keep("model", ["three"], [state])
-    assert set(focus._kept) == {focus._key("model", t) for t in ("one", "three")}
-    assert all(isinstance(digest, bytes) for _, digest in focus._kept)  # never the text
-    focus.forget()
+    monkeypatch.setattr(token_states, "KEPT_BYTES", 2 * state.states.nbytes)
+    token_states.keep("model", ["one", "two"], [state, state])
+    token_states.keep("model", ["one"], [state])  # used again: "two" is now the oldest
+    token_states.keep("model", ["three"], [state])
+    assert set(token_states._kept) == {token_states._key("model", t) for t in ("one", "three")}
+    assert all(isinstance(digest, bytes) for _, digest in token_states._kept)  # never the text
+    token_states.forget()
 
 
 def test_matches_split_one_product_by_segment():
@@ -209,14 +210,14 @@ def test_function_words_are_not_content():
     from powercontext.embedding import TokenStates
 
     state = TokenStates(("how", "deploy", "the"), np.eye(3, dtype=np.float16))
-    assert focus.content(state).tolist() == [[0.0, 1.0, 0.0]]
+    assert token_states.content(state).tolist() == [[0.0, 1.0, 0.0]]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_entry_nearest_the_prompt_in_meaning_is_not_left_out_for_its_focus(api, remember):
     # The scaffold command regenerates atlantis.yaml too and speaks to more of the prompt
     # token by token; the answer is the nearest in meaning, which is no evidence that it
-    # speaks to something else (relevance.FOCUS_NEAREST_KEPT).
+    # speaks to something else (relevance.numbers.FOCUS_NEAREST_KEPT).
     scope = "focus-nearest"
     answer = remember(
         "`atlantis.yaml` is generated from the stack directories by `make atlantis-yaml` "

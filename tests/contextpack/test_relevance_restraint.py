@@ -7,6 +7,7 @@ import json
 import pytest
 
 from powercontext.search import relevance
+from powercontext.search.relevance import evidence, numbers
 from tests.api_calls import cited, prepare, search_ids
 from tests.contextpack.packs import items
 from tests.experience.conftest import proposal
@@ -226,8 +227,8 @@ def test_an_entry_holds_a_name_when_it_holds_all_its_terms():
         frozenset({"cancel_at"}),
     }
     assert relevance.anchor_terms(names) == {"har", "1101", "releas", "14", "rc1", "cancel_at"}
-    assert relevance.held(names, {"net", "14", "har", "cancel_at"}) == {"cancel_at"}
-    assert relevance.held(names, {"har", "1101", "fix"}) == {"har", "1101"}
+    assert relevance.anchors.held(names, {"net", "14", "har", "cancel_at"}) == {"cancel_at"}
+    assert relevance.anchors.held(names, {"har", "1101", "fix"}) == {"har", "1101"}
 
 
 def test_an_anchor_picks_entries_out_while_few_hold_it():
@@ -243,9 +244,9 @@ def test_an_anchor_picks_entries_out_while_few_hold_it():
 def test_spread_is_the_share_of_segments_holding_a_word():
     weights = {"run": 1.0, "test": 1.0, "deploy": 1.0, "log": 1.0}
     segments = [["run", "test"], ["deploy"], ["log", "the"], ["the"]]
-    assert relevance.spread({"run", "deploy"}, weights, segments) == pytest.approx(2 / 3)
+    assert evidence.spread({"run", "deploy"}, weights, segments) == pytest.approx(2 / 3)
     # Fewer than three segments with a searchable word: not a long prompt.
-    assert relevance.spread({"run", "deploy"}, weights, segments[:2]) == 0.0
+    assert evidence.spread({"run", "deploy"}, weights, segments[:2]) == 0.0
 
 
 def test_a_word_list_is_left_out_of_a_pack_but_kept_by_a_search():
@@ -256,8 +257,8 @@ def test_a_word_list_is_left_out_of_a_pack_but_kept_by_a_search():
         coverage=1.0,
         terms=frozenset(),
         readable=True,
-        held=relevance.WORD_LIST_HELD,
-        spread=relevance.WORD_LIST_SPREAD,
+        held=numbers.WORD_LIST_HELD,
+        spread=numbers.WORD_LIST_SPREAD,
     )
     answer = _evidence("answer", 0.6, lexical=True, coverage=0.8)
     assert _judge([word_list, answer]) == [relevance.Verdict.WORD_LIST, relevance.Verdict.WORDS]
@@ -286,12 +287,14 @@ def _judge(candidates, *, pack=True, known=(), unknown=(), anchors_only=False, s
         judgement.verdict
         for judgement in relevance.judge(
             candidates,
-            anchors_known=known,
-            anchors_unknown=unknown,
-            anchors_only=anchors_only,
-            single_segment=single,
-            readable_query=True,
-            pack=pack,
+            relevance.QueryFacts(
+                picking=frozenset(known),
+                unknown=frozenset(unknown),
+                anchors_only=anchors_only,
+                single_segment=single,
+                readable=True,
+                pack=pack,
+            ),
         )
     ]
 

@@ -213,11 +213,6 @@ def test_an_arrow_down_or_a_name_is_not_an_arrow(where: str, source: str) -> Non
 
 # -- no circles ------------------------------------------------------------------------
 
-# Circles left on purpose, each with the work that removes it. ``hybrid`` and ``query``
-# import each other until the search wing has one face (issue 39, item 1), work under
-# way in those very modules.
-KNOWN_CYCLES = {frozenset({"powercontext.search.hybrid", "powercontext.search.query"})}
-
 
 def import_graph(files: list[Path]) -> dict[str, set[str]]:
     """{module: the project modules it imports} of the layers' modules. An import counts
@@ -288,9 +283,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 
 def test_no_module_imports_itself_through_others() -> None:
-    cycles = [
-        cycle for cycle in import_cycles(import_graph(project_files())) if cycle not in KNOWN_CYCLES
-    ]
+    cycles = import_cycles(import_graph(project_files()))
     assert not cycles, "\n".join(" <-> ".join(sorted(cycle)) for cycle in cycles)
 
 

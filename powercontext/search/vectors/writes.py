@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from django.db import DatabaseError
 
 from powercontext import embedding as embeddings
-from powercontext.search import focus
+from powercontext.search import token_states
 from powercontext.search.indexes import SearchIndex
 from powercontext.search.vectors import record
 from powercontext.search.vectors.registry import vector_engine
@@ -32,9 +32,9 @@ def embed_for(index: SearchIndex, documents: Sequence[str]) -> Embedded:
     try:
         model = record.running_model()
         # The same run gives the documents' token states: kept for the focus of the
-        # prompts that will find them (``focus``).
+        # prompts that will find them (``token_states``, ``relevance.focus``).
         vectors, states = model.embed_with_tokens(list(texts))
-        focus.keep(model.identity, texts, states)
+        token_states.keep(model.identity, texts, states)
         record.ensure(index, model)
     except embeddings.EmbeddingsUnavailable as error:
         return Embedded(texts, reason=str(error))

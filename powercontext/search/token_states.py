@@ -1,17 +1,16 @@
-"""Late interaction: how much of a prompt a candidate speaks to, token by token.
+"""The token states a model run gives, kept for the focus of later prompts.
 
-A pooled embedding puts an entry on the prompt's subject as near as an entry that answers
-it. Comparing their tokens tells them apart: a candidate's *focus* on a prompt segment is
-the mean, over the segment's content tokens, of each token's best cosine to the
-candidate's tokens (ColBERT's MaxSim, read as a recall: how much of the segment it
-covers). ``relevance.off_focus`` compares a candidate with the best on the segment it
-speaks to most (docs/relevance.md, the relevance decision).
+The relevance decision's focus rule (``powercontext.search.relevance.focus``) compares a
+prompt's segments with its candidates token by token. The token states come from the
+model run that embeds a text anyway, and exactly two places keep them here, each when it
+embeds: the semantic channel embedding a prompt's segments
+(``powercontext.search.hybrid.query_vectors``) and a write embedding the entries it
+indexes (``powercontext.search.vectors.writes.embed_for``). The focus rule reads them
+with :func:`rows_for`, which embeds (and keeps) a text not kept.
 
-The token states come from the model run that embeds a text anyway (a prompt's segments,
-an entry being indexed: ``Embedder.embed_with_tokens``) and are kept in this process, by
-the model's identity and a digest of the text (never the text itself), within
-:data:`KEPT_BYTES`, the least recently used going first. A text not kept is embedded
-again when asked for: after a restart, a prepare embeds its window's candidates once.
+They are kept in this process, by the model's identity and a digest of the text (never
+the text itself), within :data:`KEPT_BYTES`, the least recently used going first: after
+a restart, a prepare embeds its window's candidates once.
 """
 
 import hashlib
@@ -100,21 +99,3 @@ def rows_for(texts: Sequence[str]) -> list[Any] | None:
         return None
     # Products of float16 rows run without BLAS.
     return [found[text].astype("float32") for text in texts]
-
-
-def matches(segments: Sequence[Any], candidate: Any) -> list[Any]:
-    """For each of a prompt's segments, given as their content rows (:func:`rows_for`),
-    the best cosine of each of its tokens to the ``candidate``'s content rows (zeros when
-    the candidate has none). Their mean is the candidate's focus on the segment. One
-    product for all the segments: a long prompt has twenty."""
-    import numpy
-
-    if not segments:
-        return []
-    rows = numpy.concatenate(list(segments))
-    if not len(candidate) or not len(rows):
-        best = numpy.zeros(len(rows), dtype=numpy.float32)
-    else:
-        best = (rows @ candidate.T).max(axis=1)
-    ends = numpy.cumsum([len(segment) for segment in segments])[:-1]
-    return list(numpy.split(best, ends))

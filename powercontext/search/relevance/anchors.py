@@ -1,0 +1,121 @@
+"""Anchors: a query's names and identifiers, and whether an entry holds them. Pure.
+
+A prompt's names and identifiers (``zq20c249a9551941``, ``make_release``, ``GraphQL``, a
+person's name in mid-sentence) say exactly what it is about, and the embedding model
+cannot read them (to it one hex string looks like another): ``anchor_names`` finds them,
+``held`` says which an entry holds whole, ``picks_out`` whether one singles entries out
+of a scope. ``readable`` says whether the model can read a text at all.
+"""
+
+import re
+import unicodedata
+from collections.abc import Collection
+
+from powercontext.search import analyzer
+from powercontext.search.policy import STOP_TERMS
+from powercontext.search.relevance import numbers
+
+# Words that name something: identifiers with digits or underscores, inner capitals
+# (GraphQL, NamedTuple), or a capital inside a sentence. Not all capitals alone (API, CI,
+# AGENTS.md): acronyms and boilerplate file names, not subjects; and not the first word of
+# a sentence, a line or a list item ("- Add a test").
+# CJK characters end a word: Chinese and Japanese write identifiers against their own
+# text without a space ("调大HikariPool的连接池").
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[^\W_{_CJK}](?:[^\W{_CJK}]|[.-](?=[^\W{_CJK}]))*", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?:;]\s|[.!?:;]$")
+
+
+def anchor_names(text: str) -> frozenset[frozenset[str]]:
+    """``text``'s names and identifiers (see the module's docstring), each as the analyzer
+    terms an entry must hold together to hold it: ``release-3.14.2-rc1`` is one name of
+    five terms, and an entry saying "net 14" does not hold it."""
+    found: set[frozenset[str]] = set()
+    for line in text.splitlines():
+        at_start, end = True, 0
+        for match in _WORD.finditer(line):
+            if end and _SENTENCE_END.search(line[end - 1 : match.start()]):
+                at_start = True
+            word = match.group(0)
+            # A dotted or dashed identifier with digits (HAR-1101, v3.2) names one thing.
+            parts = [word] if _is_identifier(word) else re.split(r"[.-]", word)
+            for part in parts:
+                if _is_anchor(part, at_start):
+                    name = frozenset(t for t in analyzer.tokens(part) if t not in STOP_TERMS)
+                    if any(len(term) > 1 for term in name):
+                        found.add(name)
+            at_start, end = False, match.end()
+    return frozenset(found)
+
+
+def anchor_terms(names: Collection[frozenset[str]]) -> frozenset[str]:
+    """The anchor terms of ``names`` (``anchor_names``): their terms of two characters or
+    more (a lone digit of a version names nothing)."""
+    return frozenset(term for name in names for term in name if len(term) > 1)
+
+
+def held(names: Collection[frozenset[str]], terms: frozenset[str]) -> frozenset[str]:
+    """The terms of the ``names`` that ``terms`` (an entry's) hold whole."""
+    return frozenset(term for name in names if name <= terms for term in name)
+
+
+def _is_identifier(word: str) -> bool:
+    return word.isascii() and _has_letter(word) and _ASCII_DIGIT.search(word) is not None
+
+
+# Checked in C for each word of a prompt: in ASCII, a letter is a character with two cases.
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def _has_letter(ascii_word: str) -> bool:
+    return ascii_word.lower() != ascii_word.upper()
+
+
+# Capitalised by convention, not names: "on Friday evening" names no subject of a scope.
+CALENDAR_WORDS = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march
+    april may june july august september october november december""".split()
+)
+
+
+def _is_anchor(word: str, sentence_start: bool) -> bool:
+    if len(word) < 2 or not word.isascii() or not _has_letter(word):
+        return False
+    if word.lower() in CALENDAR_WORDS:
+        return False
+    if _is_identifier(word) or "_" in word:
+        return True
+    if word.isupper():
+        return False
+    if word[1:] != word[1:].lower():
+        return True  # GraphQL, NamedTuple: an upper-case letter after the first
+    return word[0].isupper() and not sentence_start
+
+
+def picks_out(term: str, document_frequency: int, documents: int) -> bool:
+    """Whether the anchor ``term``, held by ``document_frequency`` of a scope's
+    ``documents``, singles entries out. An identifier always does (a ticket number, a
+    function's name); a name does while few entries hold it: "Python" in a Python
+    project's notes, or a speaker's name in their own chat, does not show that one of
+    them answers."""
+    if any(char.isdigit() or char == "_" for char in term):
+        return True
+    return document_frequency <= max(
+        numbers.COMMON_ANCHOR_DOCUMENTS, numbers.COMMON_ANCHOR_SHARE * documents
+    )
+
+
+def readable(text: str) -> bool:
+    """Whether the embedding model can read ``text``: most of its letters are Latin (the
+    model's vocabulary is English). Text without letters is readable (numbers, symbols)."""
+    if text.isascii():
+        return True  # Every letter Latin, and checked in C: most entries (once per candidate).
+    letters = [char for char in text if char.isalpha()]
+    if not letters:
+        return True
+    latin = sum(1 for char in letters if char.isascii() or _is_latin(char))
+    return latin >= numbers.READABLE_SHARE * len(letters)
+
+
+def _is_latin(char: str) -> bool:
+    return unicodedata.name(char, "").startswith("LATIN")
