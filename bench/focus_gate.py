@@ -69,22 +69,22 @@ class Asked:
 
 def asked_everything(args: argparse.Namespace) -> list[Asked]:
     """Every dev prepare, with the decision's admitted candidates (captured from the
-    memory family's ``judged``)."""
+    memory family's ``search``)."""
     import memory.selectors
     from powercontext.search.ranking import semantic_segments
 
-    selectors: Any = memory.selectors  # its ``judged`` is the search package's, imported
+    selectors: Any = memory.selectors  # its ``search`` is the search package's, imported
 
     home = Path(args.home)
     seen: list[Any] = []
-    judged = selectors.judged
+    judged = selectors.search
 
     def capture(*call: Any, **kwargs: Any) -> Any:
         found = judged(*call, **kwargs)
         seen.append((call[1], found))
         return found
 
-    selectors.judged = capture
+    selectors.search = capture
     asked: list[Asked] = []
 
     def ask(
@@ -138,7 +138,7 @@ def asked_everything(args: argparse.Namespace) -> list[Asked]:
             texts = {t.dia_id: t.text for t in conversations[stored].turns}
             for question in conversations[asked_in].questions[: args.limit]:
                 ask("cross", f"replay-locomo-{stored}", question.text, files, texts, [])
-    selectors.judged = judged
+    selectors.search = judged
     return asked
 
 

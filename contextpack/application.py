@@ -35,19 +35,18 @@ from contextpack.explanation import (
     TermExplanation,
 )
 from contextpack.prompt_history import recent_prompt_terms
-from experience.models import ExperienceTermStat
-from experience.selectors import experience_search_at, experience_search_judged
-from memory.models import MemoryTermStat
-from memory.selectors import memory_head, memory_search_at, memory_search_judged
+from experience.search_index import EXPERIENCE_INDEX
+from experience.selectors import experience_search_at
+from memory.search_index import MEMORY_INDEX
+from memory.selectors import memory_head, memory_search_at
 from memory.values import memory_ref
 from powercontext import metrics
 from powercontext.redaction import clean_prompt
 from powercontext.refs import ArtifactRef
-from powercontext.search import SearchInconsistent, hybrid
+from powercontext.search import Query, SearchInconsistent, SearchIndex, hybrid
 from powercontext.search.policy import countable_terms, term_decisions
-from powercontext.search.query import Query
 from powercontext.search.relevance import Considered
-from powercontext.search.term_counts import TermCounts
+from powercontext.search.term_counts import counts_of
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
@@ -118,10 +117,8 @@ def explain_context(
             scope_id=scope_id, query=query, beyond_window=BEYOND_WINDOW_SHOWN, explain=True
         )
         families = (
-            _family_terms(found, scope_id, "memory", MEMORY_WINDOW, TermCounts(MemoryTermStat)),
-            _family_terms(
-                found, scope_id, "experience", EXPERIENCE_WINDOW, TermCounts(ExperienceTermStat)
-            ),
+            _family_terms(found, scope_id, "memory", MEMORY_WINDOW, MEMORY_INDEX),
+            _family_terms(found, scope_id, "experience", EXPERIENCE_WINDOW, EXPERIENCE_INDEX),
         )
     if not found.memory_hits and not found.experience_hits:
         prepared, trace = EMPTY, BuildTrace(max_bytes=max_bytes, decisions=())
@@ -175,14 +172,21 @@ def _retrieve(
     prompt = Query.prompt(query, history=prompts)
     memory_limit = MEMORY_WINDOW + beyond_window
     experience_limit = EXPERIENCE_WINDOW + beyond_window
-    found = memory_search_at(scope_id=scope_id, head=head, query=prompt, limit=memory_limit)
-    experiences = experience_search_at(scope_id=scope_id, query=prompt, limit=experience_limit)
+    # An explanation keeps every candidate's verdict, from the same searches.
     considered: tuple[list[Considered], list[Considered]] = ([], [])
-    if explain:
-        considered = (
-            memory_search_judged(scope_id=scope_id, head=head, query=prompt, limit=memory_limit)[1],
-            experience_search_judged(scope_id=scope_id, query=prompt, limit=experience_limit)[1],
-        )
+    found = memory_search_at(
+        scope_id=scope_id,
+        head=head,
+        query=prompt,
+        limit=memory_limit,
+        verdicts=considered[0] if explain else None,
+    )
+    experiences = experience_search_at(
+        scope_id=scope_id,
+        query=prompt,
+        limit=experience_limit,
+        verdicts=considered[1] if explain else None,
+    )
     memory_hits = [
         MemoryHit(
             citation=MemoryCitation(
@@ -212,12 +216,12 @@ def _retrieve(
 
 
 def _family_terms(
-    found: _Retrieved, scope_id: str, family: str, window: int, stats: TermCounts
+    found: _Retrieved, scope_id: str, family: str, window: int, index: SearchIndex
 ) -> FamilyExplanation:
     """Each query term's fate in one family's search, from the counts that search used
-    (the caller's read snapshot, so the same counts)."""
+    (the index's, in the caller's read snapshot, so the same counts)."""
     counted = countable_terms(found.terms)
-    frequencies, documents = stats.frequencies(scope_id=scope_id, terms=counted)
+    frequencies, documents = counts_of(index).frequencies(scope_id=scope_id, terms=counted)
     counted_set = set(counted)
     return FamilyExplanation(
         family=family,

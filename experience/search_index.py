@@ -81,4 +81,5 @@ EXPERIENCE_INDEX = SearchIndex(
     kept=Kept.BY_WRITES,
     object_names=(("oceanbase", "artifact_head_searchable_ft"),),
     documents=experience_documents,
+    term_counts="experience.ExperienceTermStat",
 )

@@ -16,7 +16,6 @@ from django.db.models import F, Q
 from experience.exceptions import CandidateConflict, CandidateNotFound
 from experience.models import Candidate, CandidateStatus, CandidateVersion, Experience
 from experience.search_index import EXPERIENCE_INDEX
-from experience.term_stats import TERM_COUNTS
 from experience.values import (
     EXPERIENCE_FAMILY,
     ApprovedExperience,
@@ -32,8 +31,7 @@ from powercontext.exceptions import ArtifactNotFound, InvalidRequest
 from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import SearchInconsistent
-from powercontext.search.query import Query, judged
+from powercontext.search import Query, SearchInconsistent, search
 from powercontext.search.relevance import Considered
 
 # -- candidates -----------------------------------------------------------------------
@@ -226,28 +224,25 @@ def experience_get(
     )
 
 
-def experience_search_at(*, scope_id: str, query: Query, limit: int) -> list[ExperienceFound]:
+def experience_search_at(
+    *, scope_id: str, query: Query, limit: int, verdicts: list[Considered] | None = None
+) -> list[ExperienceFound]:
     """Approved Experience of the scope that ``query`` finds, best first (ties by artifact
     id), each citing its exact head revision with its four fields; searched as Memory is
-    (``powercontext.search.query.search``).
+    (``powercontext.search.search``). When given, ``verdicts`` receives every candidate
+    with the relevance decision's verdict (the desk's pack preview, from the same search).
 
     Run it inside the caller's read snapshot (``powercontext.snapshot.read_snapshot``) so
     the hits and the rest of the request see one committed state. Raises
     SearchInconsistent when the index describes another revision than the head.
     """
-    return experience_search_judged(scope_id=scope_id, query=query, limit=limit)[0]
-
-
-def experience_search_judged(
-    *, scope_id: str, query: Query, limit: int
-) -> tuple[list[ExperienceFound], list[Considered]]:
-    """:func:`experience_search_at`, and every candidate with the relevance decision's
-    verdict (the desk's pack preview)."""
-    found = judged(EXPERIENCE_INDEX, query, scope_id=scope_id, limit=limit, counts=TERM_COUNTS)
+    found = search(EXPERIENCE_INDEX, query, scope_id=scope_id, limit=limit)
+    if verdicts is not None:
+        verdicts.extend(found.considered)
     ranked = [item.hit for item in found.hits]
     channels = {item.hit.cited_id: item.channels for item in found.hits}
     if not ranked:
-        return [], found.considered
+        return []
     query_filter = Q()
     for hit in ranked:
         query_filter |= Q(artifact_id=hit.cited_id, revision=hit.version)
@@ -272,7 +267,7 @@ def experience_search_judged(
                 matched_by=channels[hit.cited_id],
             )
         )
-    return hits, found.considered
+    return hits
 
 
 def experience_latest(*, scope_id: str, limit: int) -> list[ExperienceFound]:

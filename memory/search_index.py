@@ -31,4 +31,5 @@ MEMORY_INDEX = SearchIndex(
     kept=Kept.BY_ENGINE,
     scope_token_column="scope_token",  # noqa: S106 - a column name, not a secret
     documents=memory_documents,
+    term_counts="memory.MemoryTermStat",
 )

@@ -13,7 +13,6 @@ from memory.models import (
     ManifestState,
     MemoryEntryVersion,
     MemoryManifestRow,
-    MemoryTermStat,
     SessionStartMark,
 )
 from memory.search_index import MEMORY_INDEX
@@ -33,15 +32,13 @@ from memory.values import (
 )
 from powercontext.artifacts import head_revision, revision_content
 from powercontext.cursors import decode_cursor, encode_cursor
-from powercontext.exceptions import ArtifactNotFound, CapabilityNotSupported, InvalidRequest
+from powercontext.exceptions import ArtifactNotFound, InvalidRequest
 from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import IndexHit, SearchInconsistent, hybrid, vectors
-from powercontext.search.query import Query, judged
+from powercontext.search import AUTO, IndexHit, Query, SearchInconsistent, search
 from powercontext.search.relevance import Considered
-from powercontext.search.term_counts import TermCounts
 from powercontext.snapshot import read_snapshot
 
 # A list page stops before the entry that would take its entries past this many bytes
@@ -49,7 +46,6 @@ from powercontext.snapshot import read_snapshot
 # and always holds at least one entry: 1000 entries of 8 KiB would otherwise make one
 # response of 10 to 48 MB (docs/RELIABILITY.md, "Bounded responses").
 LIST_PAGE_BYTES = 1024 * 1024
-_TERM_COUNTS = TermCounts(MemoryTermStat)
 
 
 def memory_head(*, scope_id: str) -> int:
@@ -232,31 +228,38 @@ class MemorySearchHit:
 
 
 def memory_search_at(
-    *, scope_id: str, head: int, query: Query, limit: int
+    *,
+    scope_id: str,
+    head: int,
+    query: Query,
+    limit: int,
+    verdicts: list[Considered] | None = None,
 ) -> list[MemorySearchHit]:
     """The entries of revision ``head`` that ``query`` finds, best first, at most
-    ``limit`` (``powercontext.search.query.search``: both channels, fused, and only the
-    candidates the relevance decision admits).
+    ``limit`` (``powercontext.search.search``: both channels, fused, and only the
+    candidates the relevance decision admits). When given, ``verdicts`` receives every
+    candidate with the decision's verdict (the desk's pack preview, from the same search).
 
     Must run in the same read snapshot in which ``head`` was read. Each hit's revision
     comes from the manifest row that makes it active, so a projection that disagreed with
     the head would surface as a citation of another revision, which the Context Pack
     builder refuses, instead of passing silently.
     """
-    return memory_search_judged(scope_id=scope_id, head=head, query=query, limit=limit)[0]
+    return _found(scope_id=scope_id, head=head, query=query, limit=limit, verdicts=verdicts)[0]
 
 
-def memory_search_judged(
-    *, scope_id: str, head: int, query: Query, limit: int
-) -> tuple[list[MemorySearchHit], list[Considered]]:
-    """:func:`memory_search_at`, and every candidate with the relevance decision's verdict
-    (the desk's pack preview)."""
+def _found(
+    *, scope_id: str, head: int, query: Query, limit: int, verdicts: list[Considered] | None
+) -> tuple[list[MemorySearchHit], str | None]:
+    """:func:`memory_search_at`'s hits, and the mode the search ran in."""
     if head == 0:
-        return [], []
-    found = judged(MEMORY_INDEX, query, scope_id=scope_id, limit=limit, counts=_TERM_COUNTS)
+        return [], None
+    found = search(MEMORY_INDEX, query, scope_id=scope_id, limit=limit)
+    if verdicts is not None:
+        verdicts.extend(found.considered)
     ranked = [replace(item.hit, score=item.score) for item in found.hits]
     if not ranked:
-        return [], found.considered
+        return [], found.mode
     channels = {item.hit.cited_id: item.channels for item in found.hits}
     rows = _active_versions(scope_id, ranked)
     hits = []
@@ -282,7 +285,7 @@ def memory_search_judged(
                 channels[hit.cited_id],
             )
         )
-    return hits, found.considered
+    return hits, found.mode
 
 
 def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[int, str, str, str]]:
@@ -317,65 +320,30 @@ def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[i
     return result
 
 
-def _not_ready(mode: str) -> CapabilityNotSupported:
-    detail = vectors.status(MEMORY_INDEX).detail
-    return CapabilityNotSupported(
-        f"Search mode {mode!r} needs the vector index, which is not ready: {detail}."
-    )
-
-
 def memory_search(
-    *, scope_id: str, query: str, limit: int = 10, mode: str = hybrid.AUTO
+    *, scope_id: str, query: str, limit: int = 10, mode: str = AUTO
 ) -> MemorySearchResult:
     """The search operation: normalised scores (best hit 1.0), ties by entry id.
 
     ``mode``: ``fts`` ranks by the query's words, ``vector`` by its meaning, ``hybrid``
-    by both (``powercontext.search.hybrid``); ``auto`` is hybrid when the vector index is
-    ready and fts otherwise. The result's ``mode`` says which ran. ``vector`` and
-    ``hybrid`` asked for while the vector index cannot be read are refused
+    by both; ``auto`` is hybrid when the vector index is ready and fts otherwise
+    (``powercontext.search.Query.lookup``). The result's ``mode`` says which ran.
+    ``vector`` and ``hybrid`` asked for while the vector index cannot be read are refused
     (``capability_not_supported``, with the reason) rather than quietly answered by fts.
     """
-    text = query
-    if mode not in hybrid.SEARCH_MODES:
-        raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")
-    asked = mode
-    if mode != hybrid.FTS:
-        # The read path's own one-row test, not status(): its catalogue lookup cost an
-        # OceanBase search 15 of its 25 ms. status() is only asked why.
-        ready = vectors.readable(MEMORY_INDEX)
-        if not ready and mode != hybrid.AUTO:
-            raise _not_ready(mode)
-        if mode == hybrid.AUTO:
-            mode = hybrid.HYBRID if ready else hybrid.FTS
     # Embedded before the snapshot opens: the model holds no lock.
-    vector = hybrid.query_vector(text) if mode != hybrid.FTS else None
-    if mode != hybrid.FTS and vector is None:
-        mode = hybrid.FTS
+    lookup = Query.lookup(query, index=MEMORY_INDEX, mode=mode)
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
         if head == 0:
             return MemorySearchResult(memory=None, mode=None, hits=[])
-        lookup = Query.lookup(
-            text, vector=vector, lexical=mode != hybrid.VECTOR, required=vector is not None
-        )
-        try:
-            hits = memory_search_at(scope_id=scope_id, head=head, query=lookup, limit=limit)
-        except vectors.VectorsNotReady:
-            # Recorded as ready, yet its table could not be read (dropped behind the
-            # record): refused as above, or in auto mode answered by the words alone,
-            # and the answer says so.
-            if asked != hybrid.AUTO:
-                raise _not_ready(asked) from None
-            mode = hybrid.FTS
-            hits = memory_search_at(
-                scope_id=scope_id, head=head, query=lookup.by_words(), limit=limit
-            )
+        hits, ran = _found(scope_id=scope_id, head=head, query=lookup, limit=limit, verdicts=None)
     if any(hit.revision != head for hit in hits):
         raise SearchInconsistent()
     best = hits[0].score if hits else 0.0
     return MemorySearchResult(
         memory=memory_ref(head),
-        mode=mode,
+        mode=ran,
         hits=[
             MemoryFound(
                 citation=Citation(hit.revision, hit.entry_id, hit.entry_version_id),

@@ -19,11 +19,6 @@ from powercontext import embedding as embeddings
 from powercontext.search import token_states, vectors
 from powercontext.search.indexes import IndexHit, SearchIndex
 
-# Modes of an explicit search; ``auto`` resolves to hybrid when the index's vector channel
-# is ready and to fts otherwise, and the response says which ran.
-FTS, VECTOR, HYBRID, AUTO = "fts", "vector", "hybrid", "auto"
-SEARCH_MODES = (AUTO, FTS, VECTOR, HYBRID)
-
 # Query segments whose vectors are kept (``query_vectors``): 1,024 of 384 float32 values
 # are 1.5 MB.
 QUERY_CACHE_SIZE = 1024

@@ -44,6 +44,10 @@ class SearchIndex:
     (``powercontext.search.vectors``): it reads, for some row keys and in the caller's
     snapshot, each row's original text to embed (not the analyzed, stemmed tokens), as
     {row key: text}; a row it leaves out gets no vector.
+
+    ``term_counts`` names the model (``app_label.ModelName``) that keeps the index's
+    per-scope term counts (``powercontext.search.term_counts``): a search plans with them,
+    so no caller passes them.
     """
 
     name: str
@@ -58,6 +62,7 @@ class SearchIndex:
     scope_token_column: str | None = None
     object_names: tuple[tuple[str, str], ...] = ()
     documents: Callable[[Sequence[int]], dict[int, str]] | None = None
+    term_counts: str | None = None
 
     def __post_init__(self) -> None:
         if self.kept is Kept.BY_ENGINE and self.scope_token_column is None:

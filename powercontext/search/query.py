@@ -2,27 +2,32 @@
 
 ``Query.prompt`` is a whole prompt as a hook sends it, for a Context Pack: its terms, the
 user's recurring ones (from the scope's recent prompts), its segments, each segment's
-embedding, its anchors. ``Query.lookup`` is a deliberate search, ranked as written.
+embedding, its anchors. ``Query.lookup`` is a deliberate search in one of
+:data:`SEARCH_MODES`, ranked as written, with its embedding when its mode needs one.
 ``search(index, query, ...)`` runs every step for any family's index: the plan (which
-terms, how much each weighs), the engine's lexical match, the vector index's nearest
-rows, the ranking, the fusion and the relevance decision
-(``powercontext.search.relevance``); the family's selector only resolves the hits to its
-cited values.
+terms, how much each weighs, by the index's declared term counts), the engine's lexical
+match, the vector index's nearest rows, the ranking, the fusion and the relevance
+decision (``powercontext.search.relevance``), and an explicit search's words-only
+fallback; the family's selector only resolves the hits to its cited values.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from powercontext.search import analyzer, hybrid, relevance
+from powercontext.exceptions import CapabilityNotSupported
+from powercontext.search import analyzer, hybrid, relevance, vectors
+from powercontext.search.engines import SearchEngine, search_engine
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
 from powercontext.search.relevance import Considered, Ranked, anchors
-from powercontext.search.term_counts import TermCounts
+from powercontext.search.term_counts import counts_of
 
-if TYPE_CHECKING:
-    from powercontext.search import SearchEngine
+# Modes of an explicit search; ``auto`` resolves to hybrid when the index's vector channel
+# is ready and to fts otherwise, and the response says which ran.
+FTS, VECTOR, HYBRID, AUTO = "fts", "vector", "hybrid", "auto"
+SEARCH_MODES = (AUTO, FTS, VECTOR, HYBRID)
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,9 @@ class Query:
     query is scored whole); ``vectors`` the embeddings the semantic channel searches with
     (None: by words alone); ``pack``: judged as a Context Pack is (see ``relevance``);
     ``fill``: a search that wants every entry holding its words, not only the rare
-    words' candidates; ``vectors_required``: refuse rather than answer by words alone."""
+    words' candidates; ``vectors_required``: refuse rather than answer by words alone.
+    ``mode``: an explicit search's mode as it will run, ``asked`` as it was asked for
+    (``Query.lookup``; None for a pack's)."""
 
     text: str
     terms: list[str]
@@ -47,6 +54,8 @@ class Query:
     fill: bool = False
     lexical: bool = True
     vectors_required: bool = False
+    mode: str | None = None
+    asked: str | None = None
 
     @classmethod
     def prompt(cls, text: str, *, history: Sequence[frozenset[str]] = ()) -> "Query":
@@ -72,11 +81,30 @@ class Query:
         )
 
     @classmethod
-    def lookup(
-        cls, text: str, *, vector: Any | None = None, lexical: bool = True, required: bool = False
-    ) -> "Query":
-        """A deliberate search for ``text``: every entry holding its words, and with
-        ``vector`` (its embedding) the ones near it in meaning."""
+    def lookup(cls, text: str, *, index: SearchIndex, mode: str = AUTO) -> "Query":
+        """A deliberate search of ``index`` for ``text``: every entry holding its words
+        (``fts``), the ones near it in meaning (``vector``), or both (``hybrid``);
+        ``auto`` is hybrid when the index's vector channel is ready and fts otherwise,
+        and fts too when the query cannot be embedded. Embeds the query when its mode
+        needs it: call it before the read snapshot opens (the model holds no lock).
+
+        Raises CapabilityNotSupported for a mode this server does not have, and for
+        ``vector`` or ``hybrid`` asked for while the index's vectors cannot be read
+        (with the reason) rather than quietly answering by fts."""
+        if mode not in SEARCH_MODES:
+            raise CapabilityNotSupported(f"Search mode {mode!r} is not supported by this server.")
+        asked = mode
+        if mode != FTS:
+            # The read path's own one-row test, not status(): its catalogue lookup cost an
+            # OceanBase search 15 of its 25 ms. status() is only asked why.
+            ready = vectors.readable(index)
+            if not ready and mode != AUTO:
+                raise _not_ready(index, mode)
+            if mode == AUTO:
+                mode = HYBRID if ready else FTS
+        vector = hybrid.query_vector(text) if mode != FTS else None
+        if mode != FTS and vector is None:
+            mode = FTS
         names = anchors.anchor_names(text)
         return cls(
             text=text,
@@ -85,8 +113,10 @@ class Query:
             anchors=anchors.anchor_terms(names),
             anchor_names=names,
             fill=True,
-            lexical=lexical,
-            vectors_required=required,
+            lexical=mode != VECTOR,
+            vectors_required=vector is not None,
+            mode=mode,
+            asked=asked,
         )
 
     def by_words(self) -> "Query":
@@ -100,32 +130,50 @@ class Query:
             anchor_names=self.anchor_names,
             pack=self.pack,
             fill=self.fill,
+            mode=None if self.mode is None else FTS,
+            asked=self.asked,
         )
-
-
-def search(
-    index: SearchIndex, query: Query, *, scope_id: str, limit: int, counts: TermCounts
-) -> list[Ranked]:
-    """The hits of ``index`` in ``scope_id`` for ``query``, best first, at most ``limit``,
-    each with the channels that proposed it; ``counts`` are the index's term counts. Run
-    it in the caller's read snapshot. Raises SearchInconsistent when a write-kept index
-    describes another version than its row."""
-    return judged(index, query, scope_id=scope_id, limit=limit, counts=counts).hits
 
 
 @dataclass(frozen=True)
 class Searched:
     """``hits``: what the decision admitted, best first; ``considered``: every candidate
-    in fused order with its verdict and the semantic channel's rank (for explanations)."""
+    in fused order with its verdict and the semantic channel's rank (for explanations);
+    ``mode``: the mode an explicit search ran in (None for a pack's)."""
 
     hits: list[Ranked]
     considered: list[Considered]
+    mode: str | None = None
 
 
-def judged(
-    index: SearchIndex, query: Query, *, scope_id: str, limit: int, counts: TermCounts
-) -> Searched:
-    """``search``, with every candidate's verdict."""
+def search(index: SearchIndex, query: Query, *, scope_id: str, limit: int) -> Searched:
+    """The hits of ``index`` in ``scope_id`` for ``query``, best first, at most ``limit``,
+    each with the channels that proposed it, and every candidate with the relevance
+    decision's verdict. Run it in the caller's read snapshot. Raises SearchInconsistent
+    when a write-kept index describes another version than its row.
+
+    An explicit search whose vectors were recorded as ready yet cannot be read (their
+    table dropped behind the record) is refused as ``Query.lookup`` refuses it when its
+    mode was asked for, and answered by the words alone in ``auto`` (``mode`` says so)."""
+    try:
+        return _search(index, query, scope_id=scope_id, limit=limit)
+    except vectors.VectorsNotReady:
+        if query.asked is None:
+            raise
+        if query.asked != AUTO:
+            raise _not_ready(index, query.asked) from None
+        return _search(index, query.by_words(), scope_id=scope_id, limit=limit)
+
+
+def _not_ready(index: SearchIndex, mode: str) -> CapabilityNotSupported:
+    detail = vectors.status(index).detail
+    return CapabilityNotSupported(
+        f"Search mode {mode!r} needs the vector index, which is not ready: {detail}."
+    )
+
+
+def _search(index: SearchIndex, query: Query, *, scope_id: str, limit: int) -> Searched:
+    counts = counts_of(index)
     plan = counts.search_plan(
         scope_id=scope_id, terms=query.terms, recurring=query.recurring, segments=query.segments
     )
@@ -161,11 +209,9 @@ def judged(
             index, considered, segment_texts=query.segment_texts, scope_id=scope_id
         )
     hits = [item.ranked for item in considered if item.admitted][:limit]
-    return Searched(hits, considered)
+    return Searched(hits, considered, query.mode)
 
 
-def lexical_engine() -> "SearchEngine":
+def lexical_engine() -> SearchEngine:
     """The lexical channel's engine on the default database."""
-    from powercontext.search import search_engine
-
     return search_engine()

@@ -10,9 +10,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from django.apps import apps
 from django.db import connection
 
 from powercontext.fields import identity_text
+from powercontext.search.indexes import SearchIndex
 from powercontext.search.policy import SearchPlan, countable_terms, plan_search
 
 DOCUMENTS_TERM = ""
@@ -106,3 +108,10 @@ def expected_counts(searchable_texts: Iterable[str]) -> Counter[str]:
         counts.update(document_terms(text))
         counts[DOCUMENTS_TERM] += 1
     return counts
+
+
+def counts_of(index: SearchIndex) -> TermCounts:
+    """The term counts ``index`` declares (``SearchIndex.term_counts``)."""
+    if index.term_counts is None:
+        raise ValueError(f"{index.name}: the index declares no term counts")
+    return TermCounts(apps.get_model(index.term_counts))
