@@ -43,9 +43,8 @@ from memory.values import memory_ref
 from powercontext import metrics
 from powercontext.redaction import clean_prompt
 from powercontext.refs import ArtifactRef
-from powercontext.search import Query, SearchInconsistent, SearchIndex, hybrid
+from powercontext.search import Considered, Query, SearchInconsistent, SearchIndex, hybrid
 from powercontext.search.policy import countable_terms, term_decisions
-from powercontext.search.relevance import Considered
 from powercontext.search.term_counts import counts_of
 from powercontext.snapshot import read_snapshot
 

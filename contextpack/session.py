@@ -37,9 +37,8 @@ from contextpack.prompt_history import recent_prompt_terms
 from experience.selectors import experience_latest
 from memory.selectors import memory_head, memory_search_at, memory_session_entries
 from memory.values import memory_ref
-from powercontext.search import SearchInconsistent
+from powercontext.search import Query, SearchInconsistent
 from powercontext.search.policy import recurring_terms
-from powercontext.search.query import Query
 from powercontext.snapshot import read_snapshot
 
 # The entries marked for session start, the most recently marked first.

@@ -31,8 +31,7 @@ from powercontext.exceptions import ArtifactNotFound, InvalidRequest
 from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import Query, SearchInconsistent, search
-from powercontext.search.relevance import Considered
+from powercontext.search import Considered, Query, SearchInconsistent, search
 
 # -- candidates -----------------------------------------------------------------------
 

@@ -37,8 +37,7 @@ from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import AUTO, IndexHit, Query, SearchInconsistent, search
-from powercontext.search.relevance import Considered
+from powercontext.search import AUTO, Considered, IndexHit, Query, SearchInconsistent, search
 from powercontext.snapshot import read_snapshot
 
 # A list page stops before the entry that would take its entries past this many bytes

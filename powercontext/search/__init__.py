@@ -23,10 +23,12 @@ from powercontext.search.indexes import (
     scope_token,
 )
 from powercontext.search.query import AUTO, SEARCH_MODES, Query, Searched, search
+from powercontext.search.relevance import Considered
 
 __all__ = [
     "AUTO",
     "SEARCH_MODES",
+    "Considered",
     "IndexHit",
     "IndexRow",
     "Query",
