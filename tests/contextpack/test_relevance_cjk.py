@@ -2,7 +2,7 @@
 """Chinese and Japanese prompts and entries (real model, real vector index): the English
 model's cosine between two such texts says nothing (to it any two look alike), so their
 words decide; a lone particle or kana is not a word that decides
-(powercontext.search.policy, CJK_STOP_TERMS; relevance.UNREADABLE_COVERAGE)."""
+(powercontext.search.policy, CJK_STOP_TERMS; relevance.numbers.UNREADABLE_COVERAGE)."""
 
 import pytest
 
