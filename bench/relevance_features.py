@@ -7,8 +7,8 @@ table a learned decision is fitted on (bench/relevance_learn.py).
 One JSON line per prompt: its set (project or conversation), kind, whether it is
 answerable, the product's pack (file ids, as bench/relevance_replay.py gets it) and, for
 the first ``--top`` candidates in the decision's order (every verdict), the evidence the
-decision reads (``relevance.Evidence`` and the query's facts), the candidate's focus on the
-prompt (computed for each of them, not only the admitted ones) and its label.
+decision reads (``relevance.evidence.Evidence`` and its ``QueryFacts``), the candidate's
+focus on the prompt (computed for each of them, not only the admitted ones) and its label.
 """
 
 from __future__ import annotations
@@ -35,25 +35,26 @@ _recorded: dict[str, Any] = {}
 
 
 def instrument(top: int) -> None:
-    """Record the last Memory search's evidence (``relevance.judge``'s input and flags) and
-    its considered candidates with their focus."""
+    """Record the last Memory search's evidence (``rules.judge``'s input and the query's
+    facts) and its considered candidates with their focus."""
     import memory.selectors as selectors
     from memory.search_index import MEMORY_INDEX
-    from powercontext.search import focus, relevance, vectors
+    from powercontext.search import token_states, vectors
+    from powercontext.search.relevance import focus, rules
 
-    judge = relevance.judge
+    judge = rules.judge
 
-    def recording_judge(candidates: Any, **flags: Any) -> Any:
+    def recording_judge(candidates: Any, facts: Any) -> Any:
         _recorded["evidence"] = {c.key: c for c in candidates}
-        _recorded["flags"] = flags
-        return judge(candidates, **flags)
+        _recorded["facts_of_query"] = facts
+        return judge(candidates, facts)
 
-    relevance.judge = recording_judge
-    judged = selectors.judged
+    rules.judge = recording_judge
+    search = selectors.search
 
-    def recording_judged(index: Any, query: Any, **kwargs: Any) -> Any:
+    def recording_search(index: Any, query: Any, **kwargs: Any) -> Any:
         _recorded.pop("evidence", None)
-        found = judged(index, query, **kwargs)
+        found = search(index, query, **kwargs)
         if index is not MEMORY_INDEX or not query.pack:
             return found
         considered = found.considered[:top]
@@ -62,7 +63,8 @@ def instrument(top: int) -> None:
         if query.segment_texts and keys:
             documents = vectors.documents_of(index, scope_id=kwargs["scope_id"], cited_ids=keys)
             known = [key for key in keys if key in documents]
-            rows = focus.rows_for([*query.segment_texts, *(documents[k] for k in known)])
+            texts = [*query.segment_texts, *(documents[k] for k in known)]
+            rows = token_states.rows_for(texts)
             if rows is not None:
                 segments = rows[: len(query.segment_texts)]
                 for key, found_rows in zip(known, rows[len(query.segment_texts) :], strict=True):
@@ -75,13 +77,13 @@ def instrument(top: int) -> None:
         _recorded["query"] = query
         return found
 
-    selectors.judged = recording_judged
+    selectors.search = recording_search
 
 
 def rows(files: dict[str, str], relevant: set[str]) -> list[dict[str, Any]]:
     """The recorded candidates as feature rows."""
     evidence = _recorded.get("evidence") or {}
-    flags = _recorded.get("flags") or {}
+    facts = _recorded.get("facts_of_query")
     considered = _recorded.get("considered") or []
     means = _recorded.get("means") or {}
     query = _recorded.get("query")
@@ -90,8 +92,8 @@ def rows(files: dict[str, str], relevant: set[str]) -> list[dict[str, Any]]:
     sims = [item.similarity for item in considered if item.similarity is not None]
     best_sim = max(sims, default=0.0)
     best_focus = [max(v) for v in zip(*means.values(), strict=True)] if means else []
-    picking = set(flags.get("anchors_known", ()))
-    common = set(flags.get("anchors_common", ()))
+    picking = set(facts.picking) if facts else set()
+    common = set(facts.common) if facts else set()
     found = []
     for place, item in enumerate(considered):
         key = item.ranked.hit.cited_id
@@ -130,15 +132,15 @@ def rows(files: dict[str, str], relevant: set[str]) -> list[dict[str, Any]]:
 
 
 def query_facts() -> dict[str, Any]:
-    flags = _recorded.get("flags") or {}
+    facts = _recorded.get("facts_of_query")
     query = _recorded.get("query")
     return {
-        "anchors_known": len(flags.get("anchors_known", ())),
-        "anchors_common": len(flags.get("anchors_common", ())),
-        "anchors_unknown": len(flags.get("anchors_unknown", ())),
-        "anchors_only": bool(flags.get("anchors_only")),
-        "single_segment": bool(flags.get("single_segment")),
-        "readable_query": bool(flags.get("readable_query", True)),
+        "anchors_known": len(facts.picking) if facts else 0,
+        "anchors_common": len(facts.common) if facts else 0,
+        "anchors_unknown": len(facts.unknown) if facts else 0,
+        "anchors_only": bool(facts and facts.anchors_only),
+        "single_segment": bool(facts and facts.single_segment),
+        "readable_query": bool(facts.readable) if facts else True,
         "terms": len(query.terms) if query else 0,
         "segments": len(query.segment_texts) if query else 0,
         "log_chars": math.log1p(len(query.text)) if query else 0.0,
