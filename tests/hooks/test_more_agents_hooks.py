@@ -106,25 +106,46 @@ def test_capture_opt_out(agent, tmp_path, pack_server):
     assert pack_server.requests_to("/v1/sources/content") == []
 
 
+BAD_INPUT = {
+    "malformed": b"{not json",
+    "array": b"[]",
+    "no-prompt": json.dumps({"cwd": "/"}).encode(),
+    "other-event": json.dumps({"hook_event_name": "AfterAgent", "prompt": "x"}).encode(),
+    "wrong-types": json.dumps({"prompt": 42, "cwd": 7}).encode(),
+    "huge": b'{"prompt": "' + b"x" * (3 * 1024 * 1024),  # huge, and cut off
+}
+# A session event carries no prompt, and Copilot's names no event: for the session
+# scripts ``{"cwd": "/"}`` is a start like any other, so only the payloads that no host
+# would send as a session start are bad input there.
+SESSION_BAD_INPUT = ("malformed", "array", "other-event", "huge")
+
+
 @pytest.mark.parametrize("agent", sorted(SCRIPTS))
 @pytest.mark.parametrize(
-    "payload",
-    [
-        b"{not json",
-        b"[]",
-        json.dumps({"cwd": "/"}).encode(),  # no prompt
-        json.dumps({"hook_event_name": "AfterAgent", "prompt": "x"}).encode(),
-        json.dumps({"prompt": 42, "cwd": 7}).encode(),
-        b'{"prompt": "' + b"x" * (3 * 1024 * 1024),  # huge, and cut off
-    ],
-    ids=["malformed", "array", "no-prompt", "other-event", "wrong-types", "huge"],
+    ("kind", "payload"),
+    [("prompt", name) for name in BAD_INPUT] + [("session", name) for name in SESSION_BAD_INPUT],
 )
-def test_bad_input_exits_0_with_no_context(agent, payload, tmp_path, pack_server):
-    done, _ = run(SCRIPTS[agent][0], payload, tmp_path, pack_server.url)
+def test_bad_input_exits_0_with_no_context(agent, kind, payload, tmp_path, pack_server):
+    script = SCRIPTS[agent][0 if kind == "prompt" else 1]
+    done, _ = run(script, BAD_INPUT[payload], tmp_path, pack_server.url)
     assert done.returncode == 0
     assert done.stdout == b""
     assert b"Traceback" not in done.stderr
+    assert json.loads(done.stderr)["outcome"] == "skipped"
     assert pack_server.requests_to("/v1/context/prepare") == []
+    assert pack_server.requests_to("/v1/context/session") == []
+
+
+@pytest.mark.parametrize("agent", sorted(SCRIPTS))
+def test_a_session_event_with_wrong_types_still_exits_0(agent, tmp_path, pack_server):
+    """Every field of a session start is optional: wrong types are read as absent (the
+    scope from the environment, no Copilot marker), never a stack trace."""
+    event = session_event(agent, "/")
+    event.update(cwd=7, session_id=7, sessionId=7, source=[], initialPrompt=5)
+    done, _ = run(SCRIPTS[agent][1], event, tmp_path, pack_server.url)
+    assert done.returncode == 0
+    assert b"Traceback" not in done.stderr
+    assert context_of(agent, done.stdout) == PACK
 
 
 @pytest.mark.parametrize("agent", sorted(SCRIPTS))
