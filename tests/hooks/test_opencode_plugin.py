@@ -1,0 +1,107 @@
+"""OpenCode's plugin (plugins/opencode/powercontext.js) run by node, without the OpenCode
+CLI: its ``chat.message`` and ``event`` handlers called as OpenCode calls them, the hook
+scripts they start talking to a fake server. What the real CLI adds (that the parts reach
+the model's request) is test_real_agents_more.py's part.
+
+Without node these tests skip, saying why; under CI (``CI=true``) they fail instead.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from .conftest import REPO_ROOT, Recorded, Reply, hook_env, prepared
+
+PLUGIN = REPO_ROOT / "plugins" / "opencode" / "powercontext.js"
+SESSION_PACK = "PowerContext session pack.\n\u2028 \u00e9 s"
+PROMPT_PACK = "PowerContext prompt pack.\n\u2028 \u00e9 p"
+
+# Calls the handlers as OpenCode does: one chat.message per step (a user message of one
+# text part, which the handler may add synthetic parts to), or an event; prints the texts
+# of the synthetic parts each message ended up with.
+DRIVER = """
+import { pathToFileURL } from "node:url";
+const [plugin, steps] = process.argv.slice(2);
+const { PowerContext } = await import(pathToFileURL(plugin).href);
+const hooks = await PowerContext({ directory: process.cwd() });
+const results = [];
+for (const step of JSON.parse(steps)) {
+  if (step.event) {
+    await hooks.event({ event: step.event });
+    continue;
+  }
+  const messageID = "msg_" + results.length;
+  const parts = [
+    { id: "prt_" + results.length, sessionID: step.session, messageID, type: "text",
+      text: step.prompt },
+  ];
+  await hooks["chat.message"]({ sessionID: step.session }, { message: { id: messageID }, parts });
+  results.push(parts.filter((part) => part.synthetic).map((part) => part.text));
+}
+process.stdout.write(JSON.stringify(results));
+"""
+
+
+@pytest.fixture
+def node():
+    found = shutil.which("node")
+    if not found:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must have node: the OpenCode plugin's tests need it")
+        pytest.skip("node is needed to run the OpenCode plugin")
+    return found
+
+
+def run_plugin(node: str, tmp_path, url: str, steps: list[dict]) -> list[list[str]]:
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(DRIVER, encoding="utf-8")
+    done = subprocess.run(
+        [node, str(driver), str(PLUGIN), json.dumps(steps)],
+        capture_output=True,
+        cwd=tmp_path,
+        env=hook_env(tmp_path, POWERCONTEXT_URL=url, POWERCONTEXT_SCOPE_ID="s"),
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return json.loads(done.stdout)
+
+
+def routes(session_delay: float = 0.0):
+    """The fake server's routes, and when each session pack was answered and each prompt
+    pack asked for."""
+    answered: list[float] = []
+    asked: list[float] = []
+
+    def session_answer(_request: Recorded) -> Reply:
+        time.sleep(session_delay)
+        answered.append(time.monotonic())
+        return Reply(200, prepared(SESSION_PACK))
+
+    def prompt_answer(_request: Recorded) -> Reply:
+        asked.append(time.monotonic())
+        return Reply(200, prepared(PROMPT_PACK))
+
+    table = {
+        "/v1/context/session": session_answer,
+        "/v1/context/prepare": prompt_answer,
+        "/v1/sources/content": Reply(202, {"source_id": "x", "position": 1}),
+    }
+    return table, answered, asked
+
+
+@pytest.mark.slow
+def test_a_sessions_first_message_runs_both_hooks_at_once(node, tmp_path, fake_server):
+    """Both hooks in turn would cost up to twice the budget every other agent's hook
+    keeps to: the prompt's pack is asked for while the session's is still on its way,
+    and the two texts still come in a session's order, each byte for byte."""
+    table, answered, asked = routes(session_delay=0.8)
+    server = fake_server(table)
+    (first,) = run_plugin(node, tmp_path, server.url, [{"session": "s1", "prompt": "Run tests?"}])
+    assert first == [SESSION_PACK, PROMPT_PACK]
+    assert len(answered) == len(asked) == 1
+    assert asked[0] < answered[0]
