@@ -105,3 +105,29 @@ def test_a_sessions_first_message_runs_both_hooks_at_once(node, tmp_path, fake_s
     assert first == [SESSION_PACK, PROMPT_PACK]
     assert len(answered) == len(asked) == 1
     assert asked[0] < answered[0]
+
+
+@pytest.mark.slow
+def test_a_compaction_brings_the_session_pack_again(node, tmp_path, fake_server):
+    table, _, _ = routes()
+    server = fake_server(table)
+    compacted = {"type": "session.compacted", "properties": {"sessionID": "s1"}}
+    other = {"type": "session.compacted", "properties": {"sessionID": "s2"}}
+    steps = [
+        {"session": "s1", "prompt": "one"},
+        {"session": "s1", "prompt": "two"},
+        {"event": other},
+        {"session": "s1", "prompt": "three"},
+        {"event": compacted},
+        {"session": "s1", "prompt": "four"},
+        {"session": "s1", "prompt": "five"},
+    ]
+    results = run_plugin(node, tmp_path, server.url, steps)
+    assert results == [
+        [SESSION_PACK, PROMPT_PACK],
+        [PROMPT_PACK],
+        [PROMPT_PACK],
+        [SESSION_PACK, PROMPT_PACK],
+        [PROMPT_PACK],
+    ]
+    assert len(server.requests_to("/v1/context/session")) == 2
