@@ -1,14 +1,19 @@
 """The doctor explains, in plain words, what stands between the hook and the server."""
 
+import json
+import shlex
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from .conftest import HOOKS_DIR, Reply, hook_env, prepared
+from .conftest import HOOKS_DIR, REPO_ROOT, Reply, hook_env, prepared
+from .test_doctor_agents import mcp_route
 
 DOCTOR = str(HOOKS_DIR / "doctor.py")
 INSTALL = str(HOOKS_DIR / "install.py")
+REPO = shlex.quote(str(REPO_ROOT))  # as the doctor prints it in a fix
 CAPS = {"context_versions": ["powercontext.prepared-context.v1"], "source_types": ["content"]}
 
 
@@ -156,3 +161,134 @@ def test_recall_off_is_a_problem(home, fake_server):
     done = doctor(home, server.url, "--no-hook-run", POWERCONTEXT_RECALL="0")
     assert "recall is switched off" in done.stdout
     assert done.returncode == 1
+
+
+# ------------------------------------------- Gemini CLI, Copilot CLI and OpenCode
+
+
+def install_plugin(agent: str, home, url: str, mcp: bool = True):
+    """The plugin where the agent keeps it once installed (see doctor.plugin_copy), with
+    the agent's PowerContext MCP entry unless ``mcp`` is false."""
+    if agent == "gemini":
+        root = home / ".gemini" / "extensions" / "powercontext"
+    elif agent == "copilot":
+        root = home / ".copilot" / "installed-plugins" / "powercontext" / "powercontext"
+    else:
+        root = home / "clone" / "plugins" / "opencode"
+    shutil.copytree(
+        REPO_ROOT / "plugins" / agent, root, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    if agent == "opencode":  # what `opencode plugin file://<root> --global` writes
+        config = home / ".config" / "opencode"
+        config.mkdir(parents=True)
+        (config / "opencode.json").write_text(json.dumps({"plugin": [f"file://{root}"]}))
+    if agent == "gemini" and not mcp:
+        manifest = json.loads((root / "gemini-extension.json").read_text())
+        del manifest["mcpServers"]
+        (root / "gemini-extension.json").write_text(json.dumps(manifest))
+    if agent == "copilot" and mcp:  # what `copilot mcp add` writes
+        entry = {"type": "http", "url": url + "/mcp", "headers": {}}
+        listing = {"mcpServers": {"powercontext": entry}}
+        (home / ".copilot" / "mcp-config.json").write_text(json.dumps(listing))
+    return root
+
+
+def plugin_doctor(agent: str, home, url: str):
+    return subprocess.run(
+        [
+            sys.executable,
+            DOCTOR,
+            "--home",
+            str(home),
+            "--cwd",
+            str(home),
+            "--agent",
+            agent,
+            "--no-hook-run",
+        ],
+        capture_output=True,
+        text=True,
+        env=hook_env(home, POWERCONTEXT_URL=url),
+        check=False,
+        timeout=30,
+    )
+
+
+PLUGIN_AGENTS = {"gemini": "Gemini CLI", "copilot": "Copilot CLI", "opencode": "OpenCode"}
+
+
+@pytest.fixture
+def mcp_server(fake_server):
+    return fake_server({**healthy_routes(), "/mcp": mcp_route([])})
+
+
+@pytest.mark.parametrize("agent", sorted(PLUGIN_AGENTS))
+def test_an_installed_agent_plugin_is_all_good(agent, home, mcp_server):
+    root = install_plugin(agent, home, mcp_server.url)
+    done = plugin_doctor(agent, home, mcp_server.url)
+    assert done.returncode == 0, done.stdout
+    assert f"runs the hook from {root / 'scripts'}" in done.stdout
+    assert f"{PLUGIN_AGENTS[agent]}'s MCP entry answers tools/list and a read" in done.stdout
+    assert "All good." in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("agent", "fix"),
+    [
+        ("gemini", "gemini extensions install {repo}/plugins/gemini --consent"),
+        ("copilot", "copilot plugin install {repo}/plugins/copilot"),
+        ("opencode", "opencode plugin file://{repo}/plugins/opencode --global"),
+    ],
+)
+def test_an_agent_plugin_not_installed(agent, fix, home, mcp_server):
+    done = plugin_doctor(agent, home, mcp_server.url)
+    assert done.returncode == 1
+    line = f"the PowerContext plugin is not installed in {PLUGIN_AGENTS[agent]}. Fix: "
+    assert line + fix.format(repo=REPO) in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("agent", "fix"),
+    [
+        ("gemini", "gemini extensions uninstall powercontext && gemini extensions install"),
+        ("copilot", "copilot plugin uninstall powercontext && copilot plugin install"),
+        ("opencode", "opencode plugin file://{repo}/plugins/opencode --global --force"),
+    ],
+)
+def test_a_stale_agent_plugin_copy(agent, fix, home, mcp_server):
+    root = install_plugin(agent, home, mcp_server.url)
+    with open(root / "scripts" / "powercontext_hook.py", "a") as handle:
+        handle.write("# changed\n")
+    done = plugin_doctor(agent, home, mcp_server.url)
+    assert done.returncode == 1
+    (line,) = [line for line in done.stdout.splitlines() if "runs the hook from" in line]
+    shown = json.dumps(str(root / "scripts"))  # a path from the agent's files, quoted
+    assert f"{PLUGIN_AGENTS[agent]} runs the hook from {shown}" in line
+    assert "powercontext_hook.py differ from this checkout's hooks/" in line
+    assert "Fix: " + fix.format(repo=REPO) in line
+
+
+@pytest.mark.parametrize("agent", ["gemini", "copilot"])
+def test_an_agent_plugin_without_its_mcp_entry(agent, home, mcp_server):
+    """OpenCode has no such line: its plugin builds the entry from the environment."""
+    install_plugin(agent, home, mcp_server.url, mcp=False)
+    done = plugin_doctor(agent, home, mcp_server.url)
+    assert done.returncode == 1
+    fix = {
+        "gemini": "start Gemini CLI with POWERCONTEXT_URL (the server's address, now"
+        f" {mcp_server.url}) and, if the server has a token, POWERCONTEXT_API_TOKEN set",
+        "copilot": f"copilot mcp add --transport http powercontext {mcp_server.url}/mcp",
+    }[agent]
+    line = f"{PLUGIN_AGENTS[agent]} has no PowerContext MCP server, so no tools. Fix: {fix}"
+    assert line in done.stdout
+
+
+@pytest.mark.parametrize("agent", sorted(PLUGIN_AGENTS))
+def test_an_agent_plugin_with_the_server_down(agent, home, refused_url):
+    install_plugin(agent, home, refused_url)
+    done = plugin_doctor(agent, home, refused_url)
+    assert done.returncode == 1
+    assert f"Nothing answers at {refused_url}" in done.stdout
+    line = f"{PLUGIN_AGENTS[agent]}'s MCP tools cannot work while the server is down (above)"
+    assert line + ": start it first" in done.stdout
+    assert "MCP entry:" not in done.stdout
