@@ -195,3 +195,18 @@ def test_an_install_without_the_session_hook_is_a_problem_with_its_fix(home, ser
     [line] = [line for line in fix_lines(done.stdout) if "SessionStart" in line]
     assert json.dumps(str(settings)) in line
     assert line.endswith(f"Fix: python3 {HOOKS_DIR / 'install.py'} --agent claude"), line
+
+
+def test_no_trust_reminder_right_after_trust_is_recorded(tmp_path, home, server):  # noqa: F811
+    """The reminder to trust the hooks in /hooks is for a run that did not just do it."""
+    codex = FakeCodex(tmp_path)
+    root = copy_plugin("codex", cache_of("codex", home))
+    codex.plugin_hook(root)
+    codex.plugin_hook(root, session=True)
+    codex.state["mcp_servers"] = {"powercontext": {"url": server.url + "/mcp"}}
+    reminder = "Codex runs the two PowerContext hooks only once trusted"
+    done = codex.run(home, server.url, "--no-hook-run")
+    assert reminder in done.stdout, done.stdout
+    done = codex.run(home, server.url, "--no-hook-run", "--trust-codex-hook")
+    assert "Codex trusts the SessionStart hook now" in done.stdout, done.stdout
+    assert reminder not in done.stdout
