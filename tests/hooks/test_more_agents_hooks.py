@@ -157,3 +157,50 @@ def test_a_silent_server_costs_the_budget_and_the_prompt_goes_on(agent, tmp_path
     assert done.stdout == b""
     assert json.loads(done.stderr)["outcome"] == "server_unavailable"
     assert elapsed < 1.5 + 1.0  # the hook's budget, plus the interpreter's start
+
+
+def copilot_capture(pack_server, tmp_path, event) -> dict:
+    """The capture the Copilot prompt hook sent for ``event`` (the last one sent)."""
+    done, _ = run(SCRIPTS["copilot"][0], event, tmp_path, pack_server.url)
+    assert done.returncode == 0
+    assert b"Traceback" not in done.stderr
+    return pack_server.requests_to("/v1/sources/content")[-1].json()
+
+
+def test_copilot_keys_a_capture_on_its_session_and_timestamp(tmp_path, pack_server):
+    """Copilot CLI sends ``sessionId`` and ``timestamp``, no ``session_id`` or turn id: the
+    same prompt typed in a later session, or again later in one session, is a new source
+    (the server dedupes on the source id), while the same invocation sent twice is one."""
+    first = {"sessionId": "a", "timestamp": 1700000000000, "cwd": "/", "prompt": "Run tests"}
+    sent = copilot_capture(pack_server, tmp_path, first)
+    again = copilot_capture(pack_server, tmp_path, dict(first))
+    assert again == sent  # a retried invocation: the identical payload, one source
+    other_session = copilot_capture(pack_server, tmp_path, {**first, "sessionId": "b"})
+    later_turn = copilot_capture(pack_server, tmp_path, {**first, "timestamp": 1700000009999})
+    ids = {sent["source_id"], other_session["source_id"], later_turn["source_id"]}
+    assert len(ids) == 3
+    # The session is named in the metadata, as the other agents' session_id is.
+    assert sent["metadata"] == {"agent": "copilot", "event": "UserPromptSubmit", "session_id": "a"}
+    assert other_session["metadata"]["session_id"] == "b"
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"sessionId": 7, "timestamp": "x" * 300_000},
+        {"sessionId": ["a"], "timestamp": {"t": 1}},
+        {"sessionId": "s" * 300_000, "timestamp": True},
+        {"sessionId": None, "timestamp": 1e308 * 10},  # Infinity
+        {"sessionId": "\ud800", "timestamp": 10**4000},
+        {"sessionId": "", "timestamp": -1.5},
+    ],
+)
+def test_copilot_odd_session_and_timestamp_still_capture(odd, tmp_path, pack_server):
+    """Wrong types, huge or unpaired values: read as absent or hashed, never a stack trace."""
+    event = {"cwd": "/", "prompt": "Run tests", **odd}
+    captured = copilot_capture(pack_server, tmp_path, event)
+    assert captured["content"] == "Run tests"
+    assert captured["source_id"].startswith("prompt:")
+    assert copilot_capture(pack_server, tmp_path, event)["source_id"] == captured["source_id"]
+    session = captured["metadata"].get("session_id")
+    assert session is None or 0 < len(session) <= 256

@@ -738,17 +738,45 @@ def strip_private(prompt: str, tag: str = "private") -> str:
     return "".join(kept)
 
 
-def turn_key(hook_input: Mapping[str, Any]) -> str:
+def session_key(agent: str, hook_input: Mapping[str, Any]) -> str:
+    """The session part of a capture id: ``session_id``, or Copilot CLI's ``sessionId``
+    (its payload has no ``session_id``); "" when the host sent no string."""
+    name = "sessionId" if agent == "copilot" else "session_id"
+    value = hook_input.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _copilot_timestamp(hook_input: Mapping[str, Any]) -> str | None:
+    """Copilot CLI's ``timestamp`` (epoch milliseconds) as text, or None when it is not a
+    number or a non-empty string. It names the invocation, not the moment of sending, so
+    a retry of the same hook call carries the same value."""
+    value = hook_input.get("timestamp")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)  # json.loads refuses integers too long to print
+    if isinstance(value, float):
+        return repr(value)  # "inf" and "nan" included: the key only has to be stable
+    if isinstance(value, str) and value:
+        return value
+    return None
+
+
+def turn_key(hook_input: Mapping[str, Any], agent: str = "") -> str:
     """The turn part of a capture id.
 
     Codex sends ``turn_id``. Claude Code sends no ``turn_id``; its ``prompt_id`` is used
     when present, else the transcript path (then the same prompt sent twice in one
-    session is one source: the second capture is an idempotent repeat).
+    session is one source: the second capture is an idempotent repeat). Copilot CLI
+    sends neither: its ``timestamp`` tells one prompt of a session from the next.
     """
     for name in ("turn_id", "prompt_id"):
         value = hook_input.get(name)
         if isinstance(value, str) and value:
             return name + ":" + value
+    if agent == "copilot":
+        timestamp = _copilot_timestamp(hook_input)
+        return "timestamp:" + timestamp if timestamp is not None else ""
     transcript = hook_input.get("transcript_path")
     return "transcript:" + transcript if isinstance(transcript, str) else ""
 
@@ -765,7 +793,7 @@ def capture_metadata(agent: str, hook_input: Mapping[str, Any]) -> dict[str, str
     """Deterministic metadata (no timestamps): the same turn always sends the same payload."""
     metadata = {"agent": agent, "event": "UserPromptSubmit"}
     for name in ("session_id", "turn_id", "prompt_id"):
-        value = hook_input.get(name)
+        value = session_key(agent, hook_input) if name == "session_id" else hook_input.get(name)
         if isinstance(value, str) and 0 < len(value) <= METADATA_VALUE_MAX_CHARS:
             metadata[name] = value
     return metadata
@@ -780,9 +808,8 @@ def capture(
     deadline: float,
 ) -> None:
     """Send the prompt to the source journal; best effort, so its answer goes unread."""
-    session = hook_input.get("session_id")
     source_id = capture_source_id(
-        scope_id, session if isinstance(session, str) else "", turn_key(hook_input), prompt
+        scope_id, session_key(agent, hook_input), turn_key(hook_input, agent), prompt
     )
     payload = {
         "scope_id": scope_id,
