@@ -195,6 +195,9 @@ PLUGIN_SESSION_COMMANDS = {
     "claude": 'python3 -S "${CLAUDE_PLUGIN_ROOT}/scripts/claude_session_start.py"',
 }
 SESSION_SCRIPTS = {agent: agent + "_session_start.py" for agent in AGENT_NAMES}
+# Entry scripts a plugin registers for other events: Copilot CLI's preCompact (the session's
+# pack again after a compaction).
+OTHER_SCRIPTS = {"copilot": ("copilot_pre_compact.py",)}
 
 
 def entry_script_name(agent: str) -> str:
@@ -547,7 +550,13 @@ def copy_differences(script_dir: str, agent: str) -> list[str]:
     checkout's ``hooks/``: the doctor checks this checkout, so it must be what runs."""
     differing = []
     shared = ("powercontext_hook.py", "hook_entry.py")
-    for name in (*shared, entry_script_name(agent), SESSION_SCRIPTS[agent]):
+    names = (
+        *shared,
+        entry_script_name(agent),
+        SESSION_SCRIPTS[agent],
+        *OTHER_SCRIPTS.get(agent, ()),
+    )
+    for name in names:
         try:
             with open(os.path.join(script_dir, name), "rb") as theirs:
                 copy = theirs.read()

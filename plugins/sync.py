@@ -20,7 +20,12 @@ COPIES = {
     "codex": (*SHARED, "codex_user_prompt_submit.py", "codex_session_start.py"),
     "claude": (*SHARED, "claude_user_prompt_submit.py", "claude_session_start.py"),
     "gemini": (*SHARED, "gemini_before_agent.py", "gemini_session_start.py"),
-    "copilot": (*SHARED, "copilot_user_prompt_submitted.py", "copilot_session_start.py"),
+    "copilot": (
+        *SHARED,
+        "copilot_user_prompt_submitted.py",
+        "copilot_session_start.py",
+        "copilot_pre_compact.py",
+    ),
     "opencode": (*SHARED, "opencode_user_prompt_submit.py", "opencode_session_start.py"),
 }
 

@@ -23,6 +23,7 @@ PROMPT_PACK = "PowerContext prepared untrusted historical context.\n\u00e9 promp
 PROMPT = "How do I run the tests?"
 PROMPT_SCRIPT = HOOKS_DIR / "copilot_user_prompt_submitted.py"
 SESSION_SCRIPT = HOOKS_DIR / "copilot_session_start.py"
+COMPACT_SCRIPT = HOOKS_DIR / "copilot_pre_compact.py"
 
 
 def prompt_event(session_id: str, prompt: str = PROMPT) -> dict:
@@ -36,6 +37,32 @@ def session_event(session_id: str, source: str = "new", initial: str | None = No
     if initial is not None:
         event["initialPrompt"] = initial
     return event
+
+
+def compact_event(session_id: str, trigger: str = "auto") -> dict:
+    """What it sends the preCompact hook (its hooks reference, camelCase input)."""
+    return {
+        "sessionId": session_id,
+        "timestamp": 1796328499000,
+        "cwd": "/",
+        "transcriptPath": "/nonexistent/events.jsonl",
+        "trigger": trigger,
+        "customInstructions": "",
+    }
+
+
+def compact(payload: dict | bytes, tmp_path, url: str) -> None:
+    """Run the preCompact hook: exit 0 and nothing on stdout or stderr, whatever it got."""
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    done = subprocess.run(
+        [sys.executable, "-S", str(COMPACT_SCRIPT)],
+        input=data,
+        capture_output=True,
+        env=hook_env(tmp_path, POWERCONTEXT_URL=url, POWERCONTEXT_SCOPE_ID="s"),
+        timeout=15,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
 def start(script, payload: dict, tmp_path, url: str) -> subprocess.Popen:
@@ -245,3 +272,88 @@ def test_the_first_prompt_is_captured_after_the_session_pack_is_chosen(tmp_path,
     assert packs(context) == [SESSION_PACK, PROMPT_PACK]
     assert len(answered) == len(captured) == 1
     assert captured[0] >= answered[0]
+
+
+def test_after_a_compaction_the_next_prompt_carries_it_again_once(tmp_path, server):
+    """preCompact drops the session's marker, with no call to the server: the next
+    prompt brings the session pack again (the compaction took the earlier one), once."""
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [
+        SESSION_PACK,
+        PROMPT_PACK,
+    ]
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [PROMPT_PACK]
+    asked = len(server.requests)
+    for trigger in ("auto", "manual"):
+        compact(compact_event("s1", trigger), tmp_path, server.url)
+        assert len(server.requests) == asked  # never holds the compaction up on a call
+        assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [
+            SESSION_PACK,
+            PROMPT_PACK,
+        ]
+        assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [
+            PROMPT_PACK
+        ]
+        asked = len(server.requests)
+
+
+def test_a_compaction_without_a_server_still_brings_it_back(tmp_path, silent_url, server):
+    """The hook never asks the server, so a silent one costs the compaction nothing."""
+    run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)
+    began = time.monotonic()
+    compact(compact_event("s1"), tmp_path, silent_url)
+    assert time.monotonic() - began < 1.5  # under the budget: nothing waited on
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [
+        SESSION_PACK,
+        PROMPT_PACK,
+    ]
+
+
+def test_a_compaction_of_another_session_changes_nothing(tmp_path, server):
+    run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)
+    compact(compact_event("s2"), tmp_path, server.url)
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [PROMPT_PACK]
+    # s2 had no pack yet: its first prompt gets it, as any session's does.
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s2"), tmp_path, server.url)[0]) == [
+        SESSION_PACK,
+        PROMPT_PACK,
+    ]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"not json",
+        b"\xff\xfe",
+        b"[]",
+        b'"s1"',
+        b"null",
+        {},
+        {"timestamp": 1, "cwd": "/", "trigger": "auto"},  # no sessionId
+        {**compact_event("s1"), "sessionId": None},
+        {**compact_event("s1"), "sessionId": 1},
+        {**compact_event("s1"), "sessionId": ["s1"]},
+        {**compact_event("s1"), "sessionId": ""},
+        {"hook_event_name": "PreCompact", "session_id": "s1", "trigger": "auto"},
+        {**compact_event("s1"), "hook_event_name": "UserPromptSubmit"},  # not this event
+    ],
+    ids=lambda p: p.decode("latin-1") if isinstance(p, bytes) else json.dumps(p)[:40],
+)
+def test_a_bad_compaction_payload_exits_0_silently_and_changes_nothing(payload, tmp_path, server):
+    """Nothing here names a session of this hook's: s1 keeps its marker."""
+    run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)
+    compact(payload, tmp_path, server.url)
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [PROMPT_PACK]
+    assert server.paths().count("/v1/context/session") == 1
+
+
+def test_odd_fields_beside_a_session_id_still_bring_it_back(tmp_path, server):
+    """Only ``sessionId`` is read: a trigger, cwd or transcript path of another shape (a
+    later Copilot) is no reason to keep the pack from the compacted session."""
+    run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)
+    odd = {"sessionId": "s1", "trigger": 7, "cwd": None, "transcriptPath": {}, "x": [1]}
+    compact(odd, tmp_path, server.url)
+    assert packs(run(PROMPT_SCRIPT, prompt_event("s1"), tmp_path, server.url)[0]) == [
+        SESSION_PACK,
+        PROMPT_PACK,
+    ]

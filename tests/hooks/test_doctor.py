@@ -292,3 +292,15 @@ def test_an_agent_plugin_with_the_server_down(agent, home, refused_url):
     line = f"{PLUGIN_AGENTS[agent]}'s MCP tools cannot work while the server is down (above)"
     assert line + ": start it first" in done.stdout
     assert "MCP entry:" not in done.stdout
+
+
+def test_a_copilot_plugin_copy_without_the_compaction_hook_is_stale(home, mcp_server):
+    """A copy installed before the preCompact hook existed gives no pack after a
+    compaction: the doctor says to reinstall."""
+    root = install_plugin("copilot", home, mcp_server.url)
+    (root / "scripts" / "copilot_pre_compact.py").unlink()
+    done = plugin_doctor("copilot", home, mcp_server.url)
+    assert done.returncode == 1
+    (line,) = [line for line in done.stdout.splitlines() if "runs the hook from" in line]
+    assert "copilot_pre_compact.py differ from this checkout's hooks/" in line
+    assert "Fix: copilot plugin uninstall powercontext && copilot plugin install" in line

@@ -106,6 +106,29 @@ def test_no_file_a_team_commits_names_this_machine():
         assert not re.search(r'"(/|[A-Za-z]:\\\\)(home|Users|usr|opt|tmp|work)\b', text), path
 
 
+def test_copilot_plugin_registers_its_three_hooks_on_scripts_it_carries():
+    """sessionStart, userPromptSubmitted and preCompact (the session's pack again after a
+    compaction), each a command on a script in the plugin's own directory."""
+    hooks = load(PLUGINS / "copilot" / "hooks.json")
+    assert hooks["version"] == 1
+    scripts = {}
+    for event, handlers in hooks["hooks"].items():
+        (handler,) = handlers
+        assert handler["type"] == "command"
+        assert handler["timeoutSec"] <= 5
+        match = re.fullmatch(
+            r'python3 -S "\$\{COPILOT_PLUGIN_ROOT\}/scripts/(\w+\.py)"', handler["bash"]
+        )
+        assert match, handler["bash"]
+        assert (PLUGINS / "copilot" / "scripts" / match.group(1)).is_file()
+        scripts[event] = match.group(1)
+    assert scripts == {
+        "sessionStart": "copilot_session_start.py",
+        "userPromptSubmitted": "copilot_user_prompt_submitted.py",
+        "preCompact": "copilot_pre_compact.py",
+    }
+
+
 def test_plugin_scripts_are_exact_copies_of_the_hooks():
     """The plugins carry copies (the agents copy a plugin directory and skip symlinks);
     ``python3 plugins/sync.py`` refreshes them."""
@@ -115,7 +138,8 @@ def test_plugin_scripts_are_exact_copies_of_the_hooks():
     sync = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync)
     pairs = list(sync.copies())
-    assert len(pairs) == 20  # four scripts for each of five agents
+    # Four scripts for each of five agents, and Copilot CLI's preCompact.
+    assert len(pairs) == 21
     for source, copy in pairs:
         assert not os.path.islink(copy), copy
         assert Path(copy).read_bytes() == Path(source).read_bytes(), (

@@ -12,7 +12,8 @@ Per prompt the hook makes at most two calls, concurrently, under one hard time b
 - **capture**: ``POST /v1/sources/content`` with an idempotent source id.
 
 (Copilot CLI's first prompt of a session adds a third, the session's pack, under the
-same budget: see ``claim_session_pack``.)
+same budget: see ``claim_session_pack``. Its preCompact hook makes none: see
+``run_compact``.)
 
 It fails open: whatever goes wrong, stdout stays empty, the exit code is 0, and recall
 writes one JSON diagnostic line to stderr (never the prompt, scope, citations or content).
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 SCHEMA = "powercontext.prepared-context.v1"
 PROMPT_EVENT = "UserPromptSubmit"
 SESSION_EVENT = "SessionStart"
+# Copilot CLI's preCompact: no pack is asked for, so no diagnostic line (see run_compact).
+COMPACT_EVENT = "PreCompact"
 # The diagnostic line's ``event`` for each hook event.
 DIAGNOSTIC_EVENTS = {PROMPT_EVENT: "context_prepare", SESSION_EVENT: "context_session"}
 # A session's pack is small: what a new session most needs, before any prompt.
@@ -76,11 +79,12 @@ AGENTS = {
 # What each host calls the two events in its hook input (``hook_event_name``), keyed by
 # the event the entry script handles. Gemini CLI's prompt event is ``BeforeAgent``;
 # Copilot CLI sends no event name at all (its input is ``{sessionId, timestamp, cwd,
-# prompt}`` or ``{sessionId, timestamp, cwd, source, initialPrompt?}``), so the entry
-# script alone says which event it is.
+# prompt}``, ``{sessionId, timestamp, cwd, source, initialPrompt?}`` or, before a
+# compaction, ``{sessionId, timestamp, cwd, transcriptPath, trigger, customInstructions}``),
+# so the entry script alone says which event it is.
 HOST_EVENTS = {
     "gemini": {PROMPT_EVENT: "BeforeAgent", SESSION_EVENT: "SessionStart"},
-    "copilot": {PROMPT_EVENT: None, SESSION_EVENT: None},
+    "copilot": {PROMPT_EVENT: None, SESSION_EVENT: None, COMPACT_EVENT: None},
 }
 
 SKIPPED = "skipped"
@@ -996,6 +1000,25 @@ def sweep_markers(marker: str, now: float) -> None:
             pass
 
 
+def run_compact(agent: str, raw: bytes | None) -> None:
+    """Copilot CLI's preCompact, before a compaction (``/compact`` or automatic): the
+    session's pack goes with the conversation it is in, so this session's marker is
+    dropped and its next prompt carries the pack again, once (as after a resume). No
+    server call, no output: Copilot reads none, and nothing here may hold the compaction
+    up. A payload without a ``sessionId`` changes nothing."""
+    if agent != "copilot" or raw is None:
+        return
+    try:
+        hook_input = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return
+    if not isinstance(hook_input, dict) or not is_event(agent, COMPACT_EVENT, hook_input):
+        return
+    marker = copilot_marker(hook_input)
+    if marker is not None:
+        _unlink(marker)
+
+
 def _write(fd: int, text: str) -> None:
     data = text.encode("utf-8")
     while data:
@@ -1215,6 +1238,11 @@ def read_stdin(deadline: float) -> bytes | None:
 
 def main(agent: str, event: str = PROMPT_EVENT) -> None:
     """Entry point of the hook scripts, one per agent and event. Always exits 0, promptly."""
+    if event == COMPACT_EVENT:
+        try:
+            run_compact(agent, read_stdin(STARTED + load_config(os.environ).budget))
+        finally:  # whatever happened, silently: no pack was asked for, none is missing
+            os._exit(0)
     out: str | None = None
     err: str | None = None
     try:

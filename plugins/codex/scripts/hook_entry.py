@@ -12,7 +12,8 @@ import sys
 # costs milliseconds on every prompt.
 sys.dont_write_bytecode = False
 
-# The diagnostic line's ``event`` for each hook event (as powercontext_hook's own).
+# The diagnostic line's ``event`` for each hook event (as powercontext_hook's own). Any
+# other event (Copilot CLI's preCompact) asks no pack, so it has no line to write.
 _DIAGNOSTIC_EVENTS = {"UserPromptSubmit": "context_prepare", "SessionStart": "context_session"}
 
 
@@ -21,9 +22,11 @@ def run(agent: str, event: str = "UserPromptSubmit") -> None:
     try:
         from powercontext_hook import main
     except Exception:  # a broken install must not break the turn
-        sys.stderr.write(
-            f'{{"component":"powercontext.{agent}.recall","event":"{_DIAGNOSTIC_EVENTS[event]}",'
-            '"outcome":"skipped","http_status":null,"context_status":null,"content_bytes":null}\n'
-        )
+        if event in _DIAGNOSTIC_EVENTS:
+            sys.stderr.write(
+                f'{{"component":"powercontext.{agent}.recall",'
+                f'"event":"{_DIAGNOSTIC_EVENTS[event]}","outcome":"skipped",'
+                '"http_status":null,"context_status":null,"content_bytes":null}\n'
+            )
         sys.exit(0)
     main(agent, event)
