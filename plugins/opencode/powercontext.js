@@ -90,20 +90,17 @@ export const PowerContext = async ({ directory }) => {
         };
         const first = typeof sessionID === "string" && !started.has(sessionID);
         if (first) started.add(sessionID);
-        // Both hooks at once: in turn they would cost up to twice the budget every other
-        // agent's hook keeps to. The session's pack still goes first, as at any other
-        // agent's session start.
-        const [session, pack] = await Promise.all([
-          first
-            ? runHook("opencode_session_start.py", { ...base, hook_event_name: "SessionStart" })
-            : null,
-          runHook("opencode_user_prompt_submit.py", {
-            ...base,
-            hook_event_name: "UserPromptSubmit",
-            prompt,
-            ...(output.message?.id ? { prompt_id: output.message.id } : {}),
-          }),
-        ]);
+        // The session's pack first, as at any other agent's session start: the prompt's
+        // capture below changes what the session's pack holds (its recent subjects).
+        const session = first
+          ? await runHook("opencode_session_start.py", { ...base, hook_event_name: "SessionStart" })
+          : null;
+        const pack = await runHook("opencode_user_prompt_submit.py", {
+          ...base,
+          hook_event_name: "UserPromptSubmit",
+          prompt,
+          ...(output.message?.id ? { prompt_id: output.message.id } : {}),
+        });
         // Part ids sort in creation order: these follow the prompt's parts.
         const add = (suffix, text) =>
           parts.push({
