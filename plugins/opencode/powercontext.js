@@ -22,12 +22,24 @@ const SCRIPTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "scripts
 // process that never ends, such as a python3 that does not start.
 const KILL_AFTER_MS = 5000;
 
-function runHook(script, payload) {
+// The hook's own bounds on its budget (hooks/powercontext_hook.py).
+const DEFAULT_BUDGET_MS = 1500;
+const MIN_BUDGET_MS = 100;
+const MAX_BUDGET_MS = 4000;
+
+function hookBudgetMs() {
+  const raw = (process.env.POWERCONTEXT_HOOK_TIMEOUT_MS || "").trim();
+  const asked = /^\d+$/.test(raw) ? Number(raw) : DEFAULT_BUDGET_MS;
+  return Math.min(Math.max(asked, MIN_BUDGET_MS), MAX_BUDGET_MS);
+}
+
+function runHook(script, payload, budgetMs) {
   return new Promise((resolve) => {
     let child;
     try {
       child = spawn("python3", ["-S", path.join(SCRIPTS, script)], {
         stdio: ["pipe", "pipe", "ignore"],
+        env: { ...process.env, POWERCONTEXT_HOOK_TIMEOUT_MS: String(Math.round(budgetMs)) },
       });
     } catch {
       resolve(null);
@@ -91,16 +103,28 @@ export const PowerContext = async ({ directory }) => {
         const first = typeof sessionID === "string" && !started.has(sessionID);
         if (first) started.add(sessionID);
         // The session's pack first, as at any other agent's session start: the prompt's
-        // capture below changes what the session's pack holds (its recent subjects).
+        // capture below changes what the session's pack holds (its recent subjects). The
+        // two share one budget, so a session's first message waits no longer than any
+        // other: the session's call at most half of it, the prompt's what is left.
+        const budget = hookBudgetMs();
+        const begun = Date.now();
         const session = first
-          ? await runHook("opencode_session_start.py", { ...base, hook_event_name: "SessionStart" })
+          ? await runHook(
+              "opencode_session_start.py",
+              { ...base, hook_event_name: "SessionStart" },
+              Math.max(MIN_BUDGET_MS, budget / 2),
+            )
           : null;
-        const pack = await runHook("opencode_user_prompt_submit.py", {
-          ...base,
-          hook_event_name: "UserPromptSubmit",
-          prompt,
-          ...(output.message?.id ? { prompt_id: output.message.id } : {}),
-        });
+        const pack = await runHook(
+          "opencode_user_prompt_submit.py",
+          {
+            ...base,
+            hook_event_name: "UserPromptSubmit",
+            prompt,
+            ...(output.message?.id ? { prompt_id: output.message.id } : {}),
+          },
+          Math.max(MIN_BUDGET_MS, budget - (Date.now() - begun)),
+        );
         // Part ids sort in creation order: these follow the prompt's parts.
         const add = (suffix, text) =>
           parts.push({

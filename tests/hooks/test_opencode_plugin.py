@@ -56,14 +56,14 @@ def node():
     return found
 
 
-def run_plugin(node: str, tmp_path, url: str, steps: list[dict]) -> list[list[str]]:
+def run_plugin(node: str, tmp_path, url: str, steps: list[dict], **env: str) -> list[list[str]]:
     driver = tmp_path / "driver.mjs"
     driver.write_text(DRIVER, encoding="utf-8")
     done = subprocess.run(
         [node, str(driver), str(PLUGIN), json.dumps(steps)],
         capture_output=True,
         cwd=tmp_path,
-        env=hook_env(tmp_path, POWERCONTEXT_URL=url, POWERCONTEXT_SCOPE_ID="s"),
+        env=hook_env(tmp_path, POWERCONTEXT_URL=url, POWERCONTEXT_SCOPE_ID="s", **env),
         timeout=30,
         check=False,
     )
@@ -134,3 +134,35 @@ def test_a_compaction_brings_the_session_pack_again(node, tmp_path, fake_server)
         [PROMPT_PACK],
     ]
     assert len(server.requests_to("/v1/context/session")) == 2
+
+
+@pytest.mark.slow
+def test_a_slow_session_pack_leaves_the_first_message_the_rest_of_one_budget(
+    node, tmp_path, fake_server
+):
+    """The session's call and the prompt's share one budget (here the hook's longest,
+    4 s): a server slow to choose the session's pack holds the session's call for half of
+    it, and the prompt's pack still comes, asked for well before a second whole budget
+    (two calls one after the other, each with its own, asked for it after 4 s)."""
+    arrived: dict[str, float] = {}
+
+    def slow_session(_request: Recorded) -> Reply:
+        arrived["session"] = time.monotonic()
+        time.sleep(6)
+        return Reply(200, prepared(SESSION_PACK))
+
+    def prompt_answer(_request: Recorded) -> Reply:
+        arrived["prepare"] = time.monotonic()
+        return Reply(200, prepared(PROMPT_PACK))
+
+    server = fake_server(
+        {
+            "/v1/context/session": slow_session,
+            "/v1/context/prepare": prompt_answer,
+            "/v1/sources/content": Reply(202, {"source_id": "x", "position": 1}),
+        }
+    )
+    steps = [{"session": "s1", "prompt": "Run tests?"}]
+    (first,) = run_plugin(node, tmp_path, server.url, steps, POWERCONTEXT_HOOK_TIMEOUT_MS="4000")
+    assert first == [PROMPT_PACK]
+    assert arrived["prepare"] - arrived["session"] < 3.2
