@@ -43,13 +43,21 @@ from memory.values import memory_ref
 from powercontext import metrics
 from powercontext.redaction import clean_prompt
 from powercontext.refs import ArtifactRef
-from powercontext.search import Considered, Query, SearchInconsistent, SearchIndex, hybrid
+from powercontext.search import (
+    Considered,
+    Query,
+    SearchInconsistent,
+    SearchIndex,
+    holds_rows,
+    hybrid,
+)
 from powercontext.search.policy import countable_terms, term_decisions
 from powercontext.search.term_counts import counts_of
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
 _BUILDER = PreparedContextBuilder()
+_INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
 
 # How many hits past each window an explanation shows as "outside the window".
 BEYOND_WINDOW_SHOWN = 8
@@ -144,6 +152,10 @@ def _one_inconsistency() -> Iterator[None]:
 
 def _prepare(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
     with read_snapshot():
+        # A project with nothing stored yet (an agent's first days on it) answers at
+        # once: no prompt history read, no segment embedded, for the same empty pack.
+        if not any(holds_rows(index, scope_id=scope_id) for index in _INDEXES):
+            return EMPTY
         found = _retrieve(scope_id=scope_id, query=query, beyond_window=0)
     if not found.memory_hits and not found.experience_hits:
         return EMPTY

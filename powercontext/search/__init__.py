@@ -22,7 +22,7 @@ from powercontext.search.indexes import (
     SearchIndex,
     scope_token,
 )
-from powercontext.search.query import AUTO, SEARCH_MODES, Query, Searched, search
+from powercontext.search.query import AUTO, SEARCH_MODES, Query, Searched, holds_rows, search
 from powercontext.search.relevance import Considered
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "SearchIndex",
     "Searched",
     "database_engine",
+    "holds_rows",
     "index_ddl",
     "scope_token",
     "search",

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
+
 from powercontext.exceptions import CapabilityNotSupported
 from powercontext.search import analyzer, hybrid, relevance, vectors
 from powercontext.search.engines import SearchEngine, search_engine
@@ -163,6 +165,22 @@ def search(index: SearchIndex, query: Query, *, scope_id: str, limit: int) -> Se
         if query.asked != AUTO:
             raise _not_ready(index, query.asked) from None
         return _search(index, query.by_words(), scope_id=scope_id, limit=limit)
+
+
+def holds_rows(index: SearchIndex, *, scope_id: str) -> bool:
+    """Whether ``index`` has any row of ``scope_id``: without one, every search of it
+    there finds nothing, by words or by meaning (the vector channel only ever proposes
+    the index's rows). One indexed read, so a prompt on a project with nothing stored yet
+    skips the embedding of its segments. Run it in the caller's read snapshot."""
+    quote = connection.ops.quote_name
+    conditions = [f"{quote(column)} = %s" for column, _ in index.filters]
+    conditions.append(f"{quote(index.scope_column)} = %s")
+    values = [*(value for _, value in index.filters), scope_id]
+    where = " AND ".join(conditions)
+    with connection.cursor() as cursor:
+        # Quoted names from the index's declaration; the values are parameters.
+        cursor.execute(f"SELECT 1 FROM {quote(index.table)} WHERE {where} LIMIT 1", values)  # noqa: S608
+        return cursor.fetchone() is not None
 
 
 def _not_ready(index: SearchIndex, mode: str) -> CapabilityNotSupported:
