@@ -34,8 +34,9 @@ def revision_intact(
     *, previous_hash: str, content: str, revision_hash: str, redacted_digest: str | None
 ) -> bool:
     """Whether a stored revision is as written: its hash recomputes from its content, or
-    (a revision redacted since) its content is exactly what its latest redaction record
-    left. The hash itself is never rewritten, so the next revision's link still holds."""
+    (a revision redacted by an earlier release, which kept the hash over the original)
+    its content is exactly what its latest redaction record left. ``redact_secrets``
+    re-seals such a revision (``powercontext.stored_secrets``)."""
     if REVISIONS.link(previous_hash, content) == revision_hash:
         return True
     return redacted_digest is not None and content_digest(content) == redacted_digest

@@ -72,6 +72,9 @@ class RedactReport:
     rows: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     unverified: list[tuple[str, str]] = field(default_factory=list)
+    # Artifact revisions redacted by an earlier release whose hashes were recomputed over
+    # what they hold now (``powercontext.stored_secrets``).
+    resealed: int = 0
 
     def add(self, kinds: dict[str, int]) -> None:
         self.rows += 1

@@ -13,15 +13,18 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import F
 
 from powercontext import redaction_log
-from powercontext.artifacts import content_digest, revision_intact
+from powercontext.artifacts import REVISIONS, content_digest, revision_intact
 from powercontext.chain import canonical_json
 from powercontext.maintenance import families
-from powercontext.models import ArtifactRevision
+from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction import Redactions
 from powercontext.reports import RedactReport
 from powercontext.sources import source_redact
@@ -50,6 +53,19 @@ def revision_key(family: str, artifact_id: str, revision: int) -> str:
     return f"{family}/{artifact_id}@{revision}"
 
 
+class _Unverified(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class _Change:
+    content: str
+    new_content: str
+    kinds: dict[str, int]
+
+
 def revisions_redact(
     *,
     family: str,
@@ -60,50 +76,129 @@ def revisions_redact(
     after: Callable[[ArtifactRevision], None] | None = None,
 ) -> None:
     """Redact every string of the stored content of ``family``'s revisions (in one scope
-    or all). The content is replaced, its ``revision_hash`` kept (the next revision's link
-    still holds) and a record keeps the new content's digest, which is what
-    ``artifact.chain`` then verifies it by. ``after(revision)`` runs in the same
-    transaction, for the family's derived state."""
+    or all), one artifact at a time. Each redacted revision is hashed over its new
+    content and every later revision of the artifact re-linked (:func:`_reseal`): a hash
+    kept over the original would let anyone holding the database, a backup or an archive
+    test guesses of the redacted value. A record per redacted revision keeps its new
+    content's digest, so an auditor knows why the artifact's hashes changed from there
+    on. ``after(revision)`` runs in the same transaction for each redacted revision, for
+    the family's derived state.
+
+    A revision redacted by an earlier release (its content held to its record's digest,
+    its hash still the original's) is re-sealed the same way, without a new record."""
     rows = ArtifactRevision.objects.filter(family=family)
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
     redacted = redaction_log.latest_digests(redaction_log.ARTIFACT_REVISION, scope_id)
-    for pk, scope, content in rows.order_by("pk").values_list("pk", "scope_id", "content"):
-        redactions = Redactions()
-        new_content = _redacted_json(content, redactions)
-        if new_content is None or not redactions.count:
-            continue
+    listed = rows.order_by("scope_id", "artifact_id", "revision").values_list(
+        "scope_id", "artifact_id", "revision", "content", "previous_hash", "revision_hash"
+    )
+    for (scope, artifact_id), revisions in groupby(listed, key=lambda row: row[:2]):
+        changes: dict[int, _Change] = {}
+        earlier: list[int] = []  # redacted by an earlier release, hash over the original
+        for _, _, number, content, previous_hash, revision_hash in revisions:
+            redactions = Redactions()
+            new_content = _redacted_json(content, redactions)
+            if new_content is not None and redactions.count:
+                changes[number] = _Change(content, new_content, dict(redactions.kinds))
+            elif REVISIONS.link(previous_hash, content) != revision_hash and content_digest(
+                content
+            ) == redacted.get((scope, revision_key(family, artifact_id, number))):
+                earlier.append(number)
         if dry_run:
-            report.add(dict(redactions.kinds))
+            for change in changes.values():
+                report.add(change.kinds)
             continue
-        with transaction.atomic():
-            revision = ArtifactRevision.objects.select_for_update().get(pk=pk)
-            key = revision_key(family, revision.artifact_id, revision.revision)
-            intact = revision_intact(
-                previous_hash=revision.previous_hash,
-                content=revision.content,
-                revision_hash=revision.revision_hash,
-                redacted_digest=redacted.get((scope, key)),
-            )
-            if not intact:
-                report.unverified.append((scope, key))
-                continue
-            if revision.content != content:
-                continue
-            ArtifactRevision.objects.filter(pk=pk).update(content=new_content)
-            revision.content = new_content
-            redaction_log.record_append(
-                scope_id=scope,
-                target=redaction_log.ARTIFACT_REVISION,
-                target_key=key,
-                action=redaction_log.REDACT,
-                reason=reason,
-                kinds=redactions.kinds,
-                digest=content_digest(new_content),
-            )
-            if after is not None:
-                after(revision)
-        report.add(dict(redactions.kinds))
+        if not changes and not earlier:
+            continue
+        try:
+            with transaction.atomic():
+                _redact_artifact(
+                    scope, family, artifact_id, changes, earlier, redacted, reason, after
+                )
+        except _Unverified as unverified:
+            report.unverified.append((scope, unverified.key))
+            continue
+        for change in changes.values():
+            report.add(change.kinds)
+        report.resealed += len(earlier)
+
+
+def _redact_artifact(
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    changes: dict[int, _Change],
+    earlier: list[int],
+    redacted: dict[tuple[str, str], str],
+    reason: str,
+    after: Callable[[ArtifactRevision], None] | None,
+) -> None:
+    first = min([*changes, *earlier])
+    for revision in _reseal(scope_id, family, artifact_id, changes, first, redacted):
+        change = changes.get(revision.revision)
+        if change is None:
+            continue
+        redaction_log.record_append(
+            scope_id=scope_id,
+            target=redaction_log.ARTIFACT_REVISION,
+            target_key=revision_key(family, artifact_id, revision.revision),
+            action=redaction_log.REDACT,
+            reason=reason,
+            kinds=change.kinds,
+            digest=content_digest(change.new_content),
+        )
+        if after is not None:
+            after(revision)
+
+
+def _reseal(
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    changes: dict[int, _Change],
+    first: int,
+    redacted: dict[tuple[str, str], str],
+) -> list[ArtifactRevision]:
+    """In the caller's transaction: give the artifact's revisions their ``changes``' new
+    content and hash every revision from ``first`` on over what it holds, each linked to
+    the one before; the revisions as now stored. Raises _Unverified, changing nothing,
+    when a revision from ``first`` on fails verification (re-sealing it would launder an
+    alteration) or changed since it was read (a concurrent redaction)."""
+    # The head's row first: a writer moves it before appending, so no revision can be
+    # linked to a hash while it is rewritten (on SQLite this takes the write lock).
+    ArtifactHead.objects.filter(scope_id=scope_id, family=family, artifact_id=artifact_id).update(
+        revision=F("revision")
+    )
+    chain = list(
+        ArtifactRevision.objects.select_for_update()
+        .filter(scope_id=scope_id, family=family, artifact_id=artifact_id, revision__gte=first)
+        .order_by("revision")
+    )
+    for revision in chain:
+        change = changes.get(revision.revision)
+        intact = revision_intact(
+            previous_hash=revision.previous_hash,
+            content=revision.content,
+            revision_hash=revision.revision_hash,
+            redacted_digest=redacted.get(
+                (scope_id, revision_key(family, artifact_id, revision.revision))
+            ),
+        )
+        if not intact or (change is not None and revision.content != change.content):
+            raise _Unverified(revision_key(family, artifact_id, revision.revision))
+    previous_hash = chain[0].previous_hash if chain else ""
+    for revision in chain:
+        change = changes.get(revision.revision)
+        if change is not None:
+            revision.content = change.new_content
+        revision.previous_hash = previous_hash
+        revision.revision_hash = REVISIONS.link(previous_hash, revision.content)
+        previous_hash = revision.revision_hash
+    ArtifactRevision.objects.bulk_update(
+        chain, ["content", "previous_hash", "revision_hash"], batch_size=500
+    )
+    return chain
 
 
 def _redacted_json(content: str, redactions: Redactions) -> str | None:

@@ -45,6 +45,11 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{report.what}: {report.rows} row(s) {verb}" + (f" ({kinds})" if kinds else "")
                 )
+            if report.resealed and verbosity >= 1:
+                self.stdout.write(
+                    f"  {report.resealed} revision(s) redacted by an earlier release re-sealed "
+                    "(hashed over what they hold, later revisions re-linked)"
+                )
             for scope_id, subject in report.unverified:
                 self.stdout.write(
                     self.style.ERROR(
