@@ -202,8 +202,11 @@ def locomo_objective(figures: dict[str, float | None]) -> float:
     )
 
 
-def shown(value: float | None) -> str:
-    return "" if value is None else f"{value:.1f}"
+def shown(value: float | None, column: str = "") -> str:
+    if value is None:
+        return ""
+    # A chosen value as given (0.35 is not 0.3); figures to a tenth of a point.
+    return f"{value:g}" if column == "chosen" else f"{value:.1f}"
 
 
 def table(
@@ -213,7 +216,7 @@ def table(
     print(f"| {title} | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     for name, figures in rows.items():
-        print(f"| {name} | " + " | ".join(shown(figures.get(c)) for c in columns) + " |")
+        print(f"| {name} | " + " | ".join(shown(figures.get(c), c) for c in columns) + " |")
     print()
 
 
