@@ -138,7 +138,11 @@ def store(tmp_path):
 @pytest.mark.slow
 def test_a_damaged_vector_is_survived_reported_found_and_repaired(store):
     with served.ServerProcess(store) as server:
-        client = server.client(timeout=60)
+        # The maintenance commands below can outlast the server's 30 s idle timeout on a
+        # loaded machine (OceanBase: three processes, each loading Django and the model),
+        # after which the server has closed this kept-alive connection: the next request
+        # goes out on a new one, as any HTTP client's would.
+        client = server.client(timeout=60, retry_stale=True)
         ids = [
             client.ok("/v1/memory/remember", {"scope_id": SCOPE, "kind": "note", "text": text})[
                 "entry"
