@@ -146,8 +146,12 @@ def weighted(
     :func:`coverage` that does not depend on the candidate, done once per query."""
     found = []
     for segment in segments:
+        # In the segment's order, not a set's: a set's order follows the process's hash
+        # seed, and so would the sums' last bits and any verdict on a threshold's edge.
         pairs = [
-            (term, weight) for term in set(segment) if (weight := weights.get(term)) is not None
+            (term, weight)
+            for term in dict.fromkeys(segment)
+            if (weight := weights.get(term)) is not None
         ]
         total = 0.0
         for _, weight in pairs:
