@@ -12,6 +12,8 @@ through ``powercontext.stored_secrets.revisions_redact``; a head revision's deri
 vector is dropped for ``rebuild_index`` to embed again.
 """
 
+import json
+
 from django.db import transaction
 
 from experience.models import Candidate, CandidateVersion
@@ -20,6 +22,7 @@ from experience.term_stats import term_stats_adjust
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal, searchable_text
 from powercontext import redaction_log
 from powercontext.artifacts import revision_content
+from powercontext.capture_ids import CAPTURE_ID, keyed_refs
 from powercontext.chain import canonical_json, tagged_sha256
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction import Redactions
@@ -123,6 +126,8 @@ def experience_redact(*, scope_id: str | None, reason: str, dry_run: bool) -> li
                 kinds=found.kinds,
                 digest=candidate_decision_digest(redacted),
             )
+    references = RedactReport("candidate version source references")
+    _key_version_refs(rows, references, dry_run)
     revisions = RedactReport("experience revisions")
     revisions_redact(
         family=EXPERIENCE_FAMILY,
@@ -132,7 +137,24 @@ def experience_redact(*, scope_id: str | None, reason: str, dry_run: bool) -> li
         dry_run=dry_run,
         after=_head_follows,
     )
-    return [versions, decisions, revisions]
+    return [versions, references, decisions, revisions]
+
+
+def _key_version_refs(rows, report: RedactReport, dry_run: bool) -> None:
+    """Key the capture ids candidate versions cite as the hook sent them (a digest of the
+    prompt as typed, stored so before proposals keyed them: ``powercontext.capture_ids``).
+    No hash covers a version's references, so each is rewritten in place."""
+    cited = rows.filter(source_refs__contains="prompt:").values_list("pk", "source_refs")
+    for pk, stored in cited.iterator(chunk_size=200):
+        refs, keyed = keyed_refs(json.loads(stored))
+        if not keyed:
+            continue
+        if not dry_run:
+            # Unchanged since it was read, or the next run looks again.
+            CandidateVersion.objects.filter(pk=pk, source_refs=stored).update(
+                source_refs=canonical_json(refs)
+            )
+        report.add({CAPTURE_ID: keyed})
 
 
 def _head_follows(revision: ArtifactRevision) -> None:

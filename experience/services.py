@@ -43,7 +43,7 @@ from experience.values import (
 )
 from powercontext.artifacts import head_advance, head_revision, revision_append
 from powercontext.capabilities import capabilities
-from powercontext.capture_ids import stored_source_id
+from powercontext.capture_ids import keyed_refs, stored_source_id
 from powercontext.chain import canonical_json
 from powercontext.exceptions import (
     ArtifactNotFound,
@@ -179,7 +179,9 @@ def experience_propose(
             candidate=candidate,
             version=1,
             **proposal.as_payload(),
-            source_refs=canonical_json(source_refs),
+            # A hook's capture id is a digest of the prompt as typed: cited as sent, it
+            # would confirm guesses of what redaction took (``capture_ids``).
+            source_refs=canonical_json(keyed_refs(source_refs)[0]),
             artifact_refs=canonical_json(artifact_refs),
             target_artifact_id=None if target is None else target.artifact_id,
             target_revision=None if target is None else target.revision,
@@ -283,7 +285,7 @@ def candidate_revise(
             candidate=candidate,
             version=new_version,
             **proposal.as_payload(),
-            source_refs=canonical_json(sources),
+            source_refs=canonical_json(keyed_refs(sources)[0]),
             artifact_refs=canonical_json(artifacts),
             target_artifact_id=previous.target_artifact_id,
             target_revision=previous.target_revision,

@@ -9,11 +9,15 @@ under a per-install key (derived from Django's ``SECRET_KEY``, generated at inst
 kept in the data directory, or ``POWERCONTEXT_SECRET_KEY``): the same id sent twice is
 the same stored id (captures stay idempotent), and without the key nothing stored or
 exported confirms a guess. Callers keep using the id they sent (the capture's answer
-echoes it; Experience cites it); every lookup keys it the same way. Servers sharing one
-database must share ``POWERCONTEXT_SECRET_KEY``, as they must for admin sessions.
+echoes it), and every lookup keys it the same way; what cites it (an Experience
+proposal's ``source_refs``) stores the keyed id. Servers sharing one database must share
+``POWERCONTEXT_SECRET_KEY``, as they must for admin sessions. Ids an earlier release
+stored as sent are re-keyed by ``redact_secrets`` (``powercontext.legacy_capture_ids``).
 """
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.utils.crypto import salted_hmac
 
@@ -21,11 +25,32 @@ from django.utils.crypto import salted_hmac
 _DIGEST_ID = re.compile(r"prompt:[0-9a-f]{64}")
 _KEY_SALT = "powercontext.capture-id.v1"
 KEYED_PREFIX = "prompt-hmac:"
+# How ``redact_secrets`` counts the ids it keyed, beside the secrets' kinds.
+CAPTURE_ID = "capture_id"
 
 
 def stored_source_id(source_id: str) -> str:
     """The id ``source_id`` is stored and looked up under: keyed if it is a digest of
     the prompt (the hook's form), else as sent (a caller-chosen name)."""
-    if _DIGEST_ID.fullmatch(source_id) is None:
+    if not is_digest(source_id):
         return source_id
     return KEYED_PREFIX + salted_hmac(_KEY_SALT, source_id, algorithm="sha256").hexdigest()
+
+
+def is_digest(source_id: str) -> bool:
+    """Whether ``source_id`` has the hook's form: a digest of the prompt as typed."""
+    return _DIGEST_ID.fullmatch(source_id) is not None
+
+
+def keyed_refs(refs: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``refs`` (source references: ``name`` and ``source_id``) with each id of the
+    hook's form keyed as the capture was stored, and how many were."""
+    keyed = 0
+    found = []
+    for ref in refs:
+        source_id = ref.get("source_id")
+        if isinstance(source_id, str) and is_digest(source_id):
+            ref = {**ref, "source_id": stored_source_id(source_id)}
+            keyed += 1
+        found.append(dict(ref))
+    return found, keyed

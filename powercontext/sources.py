@@ -93,8 +93,11 @@ def source_capture(
             return CapturedSource(sent_id, existing, kinds)
         try:
             with transaction.atomic():
+                # Locked: ``redact_secrets`` may be re-linking the journal
+                # (``legacy_capture_ids``), and this entry must link to the new hash.
                 last = (
-                    SourceRecord.objects.filter(scope_id=scope_id)
+                    SourceRecord.objects.select_for_update()
+                    .filter(scope_id=scope_id)
                     .order_by("-position")
                     .values_list("position", "entry_hash")
                     .first()
@@ -147,7 +150,8 @@ def _existing(scope_id: str, source_id: str, payload_hash: str) -> int | None:
 # -- erasure --------------------------------------------------------------------------
 
 
-def _target_key(record: SourceRecord) -> str:
+def source_key(record: SourceRecord) -> str:
+    """An entry's ``target_key`` in the redaction log."""
     return f"{record.source_type}:{record.source_id}#{record.position}"
 
 
@@ -199,7 +203,7 @@ def source_purge(
             redaction_log.record_append(
                 scope_id=record.scope_id,
                 target=redaction_log.SOURCE,
-                target_key=_target_key(record),
+                target_key=source_key(record),
                 action=redaction_log.PURGE,
                 reason=reason,
                 kinds={},
@@ -231,7 +235,7 @@ def source_redact(*, reason: str, scope_id: str | None = None, dry_run: bool = F
             record = SourceRecord.objects.select_for_update().get(pk=pk)
             if record.payload != payload:
                 continue  # changed meanwhile: the next run looks again
-            if not _verifies(record, erased.get((record.scope_id, _target_key(record)))):
+            if not _verifies(record, erased.get((record.scope_id, source_key(record)))):
                 done.unverified.append((record.scope_id, f"position {record.position}"))
                 continue
             digest = payload_digest(redacted)
@@ -241,7 +245,7 @@ def source_redact(*, reason: str, scope_id: str | None = None, dry_run: bool = F
             redaction_log.record_append(
                 scope_id=record.scope_id,
                 target=redaction_log.SOURCE,
-                target_key=_target_key(record),
+                target_key=source_key(record),
                 action=redaction_log.REDACT,
                 reason=reason,
                 kinds=kinds,

@@ -22,7 +22,9 @@ from django.db.models import F
 
 from powercontext import redaction_log
 from powercontext.artifacts import REVISIONS, content_digest, revision_intact
+from powercontext.capture_ids import CAPTURE_ID, keyed_refs
 from powercontext.chain import canonical_json
+from powercontext.legacy_capture_ids import sources_key
 from powercontext.maintenance import families
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction import Redactions
@@ -37,11 +39,16 @@ def redact_stored(
     *, scope_id: str | None = None, dry_run: bool = False, reason: str = DEFAULT_REASON
 ) -> list[RedactReport]:
     """Find (and unless ``dry_run``, redact) the secrets left in every stored text: the
-    captured sources, then each family's rows. The derived state of what changed is
-    brought in step by each family's redaction (projection, term counts, vectors
-    dropped); the caller rebuilds the indexes afterwards."""
+    captured sources (their ids first: ``legacy_capture_ids``), then each family's rows.
+    The derived state of what changed is brought in step by each family's redaction
+    (projection, term counts, vectors dropped); the caller rebuilds the indexes
+    afterwards."""
+    # The ids first: the records the redaction appends then name the keyed ones.
+    reports = [sources_key(scope_id=scope_id, dry_run=dry_run)]
     sources = source_redact(reason=reason, scope_id=scope_id, dry_run=dry_run)
-    reports = [RedactReport("captured sources", sources.entries, sources.kinds, sources.unverified)]
+    reports.append(
+        RedactReport("captured sources", sources.entries, sources.kinds, sources.unverified)
+    )
     for family in families():
         if family.redact:
             reports.extend(family.load("redact")(scope_id=scope_id, reason=reason, dry_run=dry_run))
@@ -202,11 +209,22 @@ def _reseal(
 
 
 def _redacted_json(content: str, redactions: Redactions) -> str | None:
+    """``content`` with its strings redacted and the capture ids its ``source_refs``
+    cite as the hook sent them keyed (``capture_ids``: a digest of the prompt as typed
+    confirms guesses of what redaction took), counted as ``capture_id``; None when it is
+    not JSON."""
     try:
         value: Any = json.loads(content)
     except ValueError:
         return None
-    return canonical_json(_values(value, redactions))
+    value = _values(value, redactions)
+    if isinstance(value, dict) and isinstance(value.get("source_refs"), list):
+        refs = [ref for ref in value["source_refs"] if isinstance(ref, dict)]
+        if len(refs) == len(value["source_refs"]):
+            value["source_refs"], keyed = keyed_refs(refs)
+            if keyed:
+                redactions.kinds[CAPTURE_ID] += keyed
+    return canonical_json(value)
 
 
 def _values(value: Any, redactions: Redactions) -> Any:
