@@ -20,6 +20,7 @@ from powercontext.models import ArtifactRevision, RedactionRecord, SourceRecord
 from powercontext.selectors import source_get
 from tests.api_calls import capture
 from tests.experience.conftest import proposal
+from tests.powercontext.archive.test_archive import wipe
 from tests.powercontext.redaction.secret_samples import findings
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +141,17 @@ def test_an_altered_journal_entry_stops_the_keying_and_nothing_is_rewritten(earl
     # keyed on its own, appended one).
     assert after[0] == json.loads(before)[0]
     assert after[1][: len(json.loads(before)[1])] == json.loads(before)[1]
+
+
+def test_an_import_keys_what_an_earlier_release_exported(earlier_release, tmp_path):
+    archive = tmp_path / "earlier.jsonl"
+    call_command("export", out=archive, stdout=io.StringIO())
+    assert confirmed(archive.read_text()) == [PASSWORD]
+    wipe()
+    RedactionRecord.objects.all().delete()
+
+    call_command("import", str(archive), stdout=io.StringIO())
+
+    assert confirmed(everything_stored()) == []
+    assert findings() == {}
+    assert source_get(scope_id=SCOPE, name="content", source_id=SENT).position == 2
