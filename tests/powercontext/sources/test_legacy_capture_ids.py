@@ -31,7 +31,7 @@ def in_thread(work, errors, barrier):
         try:
             barrier.wait(timeout=30)
             work()
-        except Exception as error:  # noqa: BLE001 - reported by the test
+        except Exception as error:  # reported by the test
             errors.append(error)
         finally:
             connections.close_all()
