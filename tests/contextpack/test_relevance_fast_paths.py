@@ -46,7 +46,7 @@ def _plain_coverage(terms, weights, segments):
     best = 0.0
     for segment in segments:
         total = held = 0.0
-        for term in set(segment):
+        for term in dict.fromkeys(segment):  # in the segment's order, as evidence sums
             weight = weights.get(term)
             if weight is None:
                 continue
