@@ -114,6 +114,17 @@ def test_match_ranks_best_first_ties_by_cited_id_and_respects_the_limit(engine, 
     assert len(match(engine, index, "numbat", limit=2)) == 2
 
 
+def test_a_limit_through_tied_rows_keeps_the_lowest_cited_ids(engine, index, make):
+    # Equal ranks (same length, one match each) in an order their cited ids do not
+    # follow: the limit falls among them, and the ties go by cited id, not row order.
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    cited = [make(f"Dingo note {word}")[0] for word in words]
+    hits = match(engine, index, "dingo", limit=3)
+    assert len({hit.score for hit in match(engine, index, "dingo")}) == 1
+    assert [hit.cited_id for hit in hits] == sorted(cited)[:3]
+    assert len(match(engine, index, "dingo", limit=1)) == 1
+
+
 def test_match_of_no_terms_or_unknown_terms_finds_nothing(engine, index, make):
     make("The platypus dashboard refreshes hourly")
     assert engine.match(index, scope_id=SCOPE, terms=[], limit=10) == []
