@@ -20,6 +20,18 @@ from powercontext.models import RedactionRecord, SourceRecord
 from powercontext.reports import RedactReport
 from powercontext.sources import entry_hash, source_key
 
+# What an entry's link is made of, and its key.
+_LINK_FIELDS = (
+    "pk",
+    "scope_id",
+    "source_type",
+    "source_id",
+    "position",
+    "commitment",
+    "previous_hash",
+    "entry_hash",
+)
+
 
 class _Unverified(Exception):
     def __init__(self, subject: str) -> None:
@@ -65,7 +77,10 @@ def _key_scope(scope_id: str) -> int:
     # Every entry, locked: a capture locks the latest entry before it links to its hash,
     # so none links to a hash being rewritten (on SQLite the write lock does that).
     journal = list(
-        SourceRecord.objects.select_for_update().filter(scope_id=scope_id).order_by("position")
+        SourceRecord.objects.select_for_update()
+        .filter(scope_id=scope_id)
+        .only(*_LINK_FIELDS)  # not the payloads: a scope may hold thousands of prompts
+        .order_by("position")
     )
     legacy = [at for at, record in enumerate(journal) if is_digest(record.source_id)]
     if not legacy:
