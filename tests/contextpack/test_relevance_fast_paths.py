@@ -1,11 +1,14 @@
 """The relevance decision's per-candidate and per-word shortcuts give what the plain
 definitions give, on seeded random input: the ASCII checks done in C (``readable``,
-``_is_anchor``, ``_is_identifier``) and coverage's weights taken once per query."""
+``_is_anchor``, ``_is_identifier``), coverage's weights taken once per query and the focus
+lift's median taken by the standard library."""
 
 import random
 import unicodedata
 
-from powercontext.search.relevance import anchors, evidence, numbers
+import numpy as np
+
+from powercontext.search.relevance import anchors, evidence, focus, numbers
 
 ALPHABET = "aZ9_.-x" + "éß中Ж" + "AbC0 "
 
@@ -82,3 +85,33 @@ def test_coverage_prepared_once_is_the_same_float():
             expected = _plain_coverage(terms, weights, segments)
             assert evidence.coverage_of(terms, prepared) == expected
             assert evidence.coverage(terms, weights, segments) == expected
+
+
+def _plain_lift(means):
+    """The focus lift as NumPy's median defines it."""
+    typical = [float(np.median(values)) for values in zip(*means.values(), strict=True)]
+    return {
+        key: max(
+            (v - numbers.FOCUS_CROWD * u for v, u in zip(values, typical, strict=True)),
+            default=0.0,
+        )
+        for key, values in means.items()
+    }
+
+
+def test_the_focus_lift_is_numpys_median_to_the_bit():
+    rng = random.Random(41)
+    for _ in range(500):
+        segments = rng.randint(1, 5)
+        tokens = [rng.randint(0, 6) for _ in range(segments)]
+        keys = [f"k{at}" for at in range(rng.randint(1, numbers.FOCUS_WINDOW))]
+        matched = {
+            key: [
+                np.array([rng.choice([rng.random(), 0.5, 0.0]) for _ in range(count)])
+                for count in tokens
+            ]
+            for key in keys
+        }
+        judged = focus.off_focus([(key, False) for key in keys], matched)
+        means = {key: focus._focus_means(matched[key]) for key in keys}
+        assert judged.lift == _plain_lift(means)
