@@ -66,7 +66,9 @@ EVIDENCE_RULE = (
 )
 SOURCE_REFS_HELP = (
     f"Sources captured in this scope (`POST /v1/sources/content`). {EVIDENCE_RULE} A "
-    "source never captured in the scope is 422 on `source_refs.N`."
+    "source never captured in the scope is 422 on `source_refs.N`. A capture id of the "
+    "hook's form (`prompt:` and a digest of the prompt as typed) is stored and answered "
+    "as the capture is stored: keyed (`prompt-hmac:`)."
 )
 ARTIFACT_REFS_HELP = (
     f"Artifact revisions of this scope. {EVIDENCE_RULE} A revision that does not exist is "
