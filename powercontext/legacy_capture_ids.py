@@ -15,7 +15,7 @@ from django.db import transaction
 
 from powercontext import redaction_log
 from powercontext.capture_ids import CAPTURE_ID, is_digest, stored_source_id
-from powercontext.chain import GENESIS_HASH
+from powercontext.chain import Walk
 from powercontext.models import RedactionRecord, SourceRecord
 from powercontext.reports import RedactReport
 from powercontext.sources import entry_hash, source_key
@@ -123,17 +123,29 @@ def _entry_hash(record: SourceRecord) -> str:
 
 
 def _verify_journal(journal: list[SourceRecord], first: int) -> None:
-    """Raises _Unverified unless every entry from ``first`` on holds its place, links to
-    the entry before it and hashes to what it keeps."""
-    for at in range(first, len(journal)):
-        record = journal[at]
-        before = journal[at - 1].entry_hash if at else GENESIS_HASH
-        if (
-            record.position != at + 1
-            or record.previous_hash != before
-            or _entry_hash(record) != record.entry_hash
+    """Raises _Unverified unless every entry from ``first`` on (``journal``: the whole
+    scope, in order) holds its place, names the hash of the entry before it and hashes
+    to what it keeps."""
+    walk: Walk[str] = Walk()
+    for at, entry in enumerate(journal):
+        step = walk.step(entry.scope_id, entry.position, entry.previous_hash, entry.entry_hash)
+        if at >= first and not (
+            step.in_place and step.linked and _entry_hash(entry) == entry.entry_hash
         ):
-            raise _Unverified(f"position {record.position}")
+            raise _Unverified(f"position {entry.position}")
+
+
+def _verify_log(log: list[RedactionRecord], first: int) -> None:
+    """:func:`_verify_journal` for the scope's redaction ``log``."""
+    walk: Walk[str] = Walk()
+    for at, record in enumerate(log):
+        step = walk.step(record.scope_id, record.seq, record.previous_hash, record.record_hash)
+        if at >= first and not (
+            step.in_place
+            and step.linked
+            and redaction_log.stored_record_hash(record) == record.record_hash
+        ):
+            raise _Unverified(f"redaction record {record.seq}")
 
 
 def _rename_records(scope_id: str, renamed: dict[str, str]) -> None:
@@ -150,36 +162,14 @@ def _rename_records(scope_id: str, renamed: dict[str, str]) -> None:
     if not named:
         return
     first = named[0]
-    for at in range(first, len(log)):
-        record = log[at]
-        before = log[at - 1].record_hash if at else GENESIS_HASH
-        if (
-            record.seq != at + 1
-            or record.previous_hash != before
-            or _record_hash(record) != record.record_hash
-        ):
-            raise _Unverified(f"redaction record {record.seq}")
+    _verify_log(log, first)
     for at in named:
         log[at].target_key = renamed[log[at].target_key]
     previous = log[first].previous_hash
     for record in log[first:]:
         record.previous_hash = previous
-        record.record_hash = _record_hash(record)
+        record.record_hash = redaction_log.stored_record_hash(record)
         previous = record.record_hash
     RedactionRecord.objects.bulk_update(
         log[first:], ["target_key", "previous_hash", "record_hash"], batch_size=500
-    )
-
-
-def _record_hash(record: RedactionRecord) -> str:
-    return redaction_log.record_hash(
-        previous_hash=record.previous_hash,
-        seq=record.seq,
-        target=record.target,
-        target_key=record.target_key,
-        action=record.action,
-        reason=record.reason,
-        kinds=record.kinds,
-        digest=record.digest,
-        created_at=record.created_at,
     )

@@ -56,6 +56,21 @@ def record_hash(
     )
 
 
+def stored_record_hash(record: RedactionRecord) -> str:
+    """:func:`record_hash` over a stored record's fields, as they are now."""
+    return record_hash(
+        previous_hash=record.previous_hash,
+        seq=record.seq,
+        target=record.target,
+        target_key=record.target_key,
+        action=record.action,
+        reason=record.reason,
+        kinds=record.kinds,
+        digest=record.digest,
+        created_at=record.created_at,
+    )
+
+
 def record_append(
     *,
     scope_id: str,
@@ -137,17 +152,6 @@ def redaction_chain_check(*, scope_id: str | None = None) -> CheckResult:
             result.add(record.scope_id, subject, f"expected record {step.expected} here (gap)")
         if not step.linked:
             result.add(record.scope_id, subject, "previous_hash does not match the prior record")
-        recomputed = record_hash(
-            previous_hash=record.previous_hash,
-            seq=record.seq,
-            target=record.target,
-            target_key=record.target_key,
-            action=record.action,
-            reason=record.reason,
-            kinds=record.kinds,
-            digest=record.digest,
-            created_at=record.created_at,
-        )
-        if recomputed != record.record_hash:
+        if stored_record_hash(record) != record.record_hash:
             result.add(record.scope_id, subject, "record_hash does not match its fields")
     return result
