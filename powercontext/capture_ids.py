@@ -42,15 +42,16 @@ def is_digest(source_id: str) -> bool:
     return _DIGEST_ID.fullmatch(source_id) is not None
 
 
-def keyed_refs(refs: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def keyed_refs(refs: Sequence[Any]) -> tuple[list[Any], int]:
     """``refs`` (source references: ``name`` and ``source_id``) with each id of the
-    hook's form keyed as the capture was stored, and how many were."""
+    hook's form keyed as the capture was stored, and how many were; anything that is not
+    a reference is kept as it is."""
     keyed = 0
     found = []
     for ref in refs:
-        source_id = ref.get("source_id")
+        source_id = ref.get("source_id") if isinstance(ref, Mapping) else None
         if isinstance(source_id, str) and is_digest(source_id):
             ref = {**ref, "source_id": stored_source_id(source_id)}
             keyed += 1
-        found.append(dict(ref))
+        found.append(ref)
     return found, keyed

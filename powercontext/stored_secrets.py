@@ -219,11 +219,9 @@ def _redacted_json(content: str, redactions: Redactions) -> str | None:
         return None
     value = _values(value, redactions)
     if isinstance(value, dict) and isinstance(value.get("source_refs"), list):
-        refs = [ref for ref in value["source_refs"] if isinstance(ref, dict)]
-        if len(refs) == len(value["source_refs"]):
-            value["source_refs"], keyed = keyed_refs(refs)
-            if keyed:
-                redactions.kinds[CAPTURE_ID] += keyed
+        value["source_refs"], keyed = keyed_refs(value["source_refs"])
+        if keyed:
+            redactions.kinds[CAPTURE_ID] += keyed
     return canonical_json(value)
 
 

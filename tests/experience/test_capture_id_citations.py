@@ -22,25 +22,18 @@ from tests.api_calls import capture
 from tests.experience.conftest import proposal
 from tests.powercontext.archive.test_archive import wipe
 from tests.powercontext.redaction.secret_samples import findings
+from tests.powercontext.sources.test_capture_ids import (
+    METADATA,
+    PASSWORD,
+    SCOPE,
+    SESSION,
+    TURN,
+    TYPED,
+    confirmed,
+)
 
 pytestmark = pytest.mark.django_db
-SCOPE = "scope-a"
-SESSION = "019a-session"
-TURN = "turn_id:7"
-METADATA = {"agent": "codex", "session_id": SESSION, "turn_id": "7"}
-PASSWORD = "Autumn2025!"
-TYPED = "connect with password={} to the staging db"
 SENT = capture_source_id(SCOPE, SESSION, TURN, TYPED.format(PASSWORD))
-
-
-def confirmed(values: str) -> list[str]:
-    """The guesses whose hook-style digest appears anywhere in ``values``."""
-    found = []
-    for guess in ["Hunter2024", "Password1", PASSWORD, "Winter2024!"]:
-        digest = capture_source_id(SCOPE, SESSION, TURN, TYPED.format(guess))
-        if digest.split(":", 1)[1] in values:
-            found.append(guess)
-    return found
 
 
 def everything_stored() -> str:
@@ -86,6 +79,33 @@ def test_a_proposal_citing_the_id_as_sent_stores_it_keyed(api, reviewer_api, tmp
     assert confirmed(SENT) == [PASSWORD]
 
 
+def test_a_reviewer_citing_the_id_as_sent_stores_it_keyed(api, reviewer_api):
+    capture(api, SCOPE, SENT, TYPED.format(PASSWORD), metadata=METADATA)
+    capture(api, SCOPE, "notes/first", "a note")
+    candidate = api.ok(
+        "/v1/experience/propose",
+        {
+            "scope_id": SCOPE,
+            "proposal": proposal(),
+            "source_refs": [{"name": "content", "source_id": "notes/first"}],
+        },
+        status=201,
+    )
+    revised = reviewer_api.ok(
+        "/v1/artifact-candidates/revise",
+        {
+            "scope_id": SCOPE,
+            "candidate_id": candidate["candidate_id"],
+            "expected_version": 1,
+            "proposal": proposal("Check the staging credentials first."),
+            "source_refs": [{"name": "content", "source_id": SENT}],
+        },
+    )
+
+    assert revised["source_refs"][0]["source_id"].startswith(KEYED_PREFIX)
+    assert confirmed(everything_stored()) == []
+
+
 @pytest.fixture
 def earlier_release(api, reviewer_api, monkeypatch):
     """A scope as an earlier release left it: a capture stored under the id as sent,
@@ -125,6 +145,21 @@ def test_redact_secrets_keys_what_an_earlier_release_stored(api, earlier_release
     call_command("redact_secrets", stdout=again)
     assert "capture ids stored as the hook sent them: 0 row(s)" in again.getvalue()
     assert findings() == {}
+
+
+def test_an_id_captured_again_since_keeps_both_entries_apart(api, earlier_release):
+    # The same turn sent again after the upgrade: stored under the keyed id, beside the
+    # entry an earlier release stored under the id as sent.
+    capture(api, SCOPE, SENT, TYPED.format(PASSWORD), metadata=METADATA)
+    keyed = SourceRecord.objects.get(scope_id=SCOPE, position=4).source_id
+
+    call_command("redact_secrets", stdout=io.StringIO())
+
+    older = SourceRecord.objects.get(scope_id=SCOPE, position=2).source_id
+    assert older == f"{keyed}@2"
+    assert confirmed(everything_stored()) == []
+    assert findings() == {}
+    assert source_get(scope_id=SCOPE, name="content", source_id=SENT).position == 4
 
 
 def test_an_altered_journal_entry_stops_the_keying_and_nothing_is_rewritten(earlier_release):
