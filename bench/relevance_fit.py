@@ -77,7 +77,7 @@ def searched(scope_id: str, query: str, files: dict[str, str]) -> tuple[str, ...
     """The file ids of search's first 8 hits (``POST /v1/memory/search {limit: 8}``)."""
     from memory.selectors import memory_search
 
-    hits = memory_search(scope_id=scope_id, query=query, limit=8).hits
+    hits = memory_search(scope_id=scope_id, query=query, mode="auto", limit=8).hits
     ids = [files.get(hit.citation.entry_id, hit.citation.entry_id) for hit in hits]
     return tuple(dict.fromkeys(ids))
 

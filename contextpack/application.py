@@ -43,16 +43,7 @@ from memory.values import memory_ref
 from powercontext import metrics
 from powercontext.redaction import clean_prompt
 from powercontext.refs import ArtifactRef
-from powercontext.search import (
-    Considered,
-    Query,
-    SearchInconsistent,
-    SearchIndex,
-    holds_rows,
-    hybrid,
-)
-from powercontext.search.policy import countable_terms, term_decisions
-from powercontext.search.term_counts import counts_of
+from powercontext.search import Considered, FamilyIndex, Query, SearchInconsistent
 from powercontext.snapshot import read_snapshot
 
 EMPTY = PreparedContext(status="empty", content=None, content_bytes=0)
@@ -92,7 +83,7 @@ def prepare_context(*, scope_id: str, query: str, max_bytes: int) -> PreparedCon
     Each call is counted in the privacy-safe metrics (``powercontext.metrics``): its
     outcome, content bytes and the builder's aggregate counters, nothing else.
     """
-    search_mode = "hybrid" if hybrid.can_embed() else "fts"
+    search_mode = "hybrid" if Query.can_embed() else "fts"
     query = clean_prompt(query)
     try:
         prepared = _prepare(scope_id=scope_id, query=query, max_bytes=max_bytes)
@@ -154,7 +145,7 @@ def _prepare(*, scope_id: str, query: str, max_bytes: int) -> PreparedContext:
     with read_snapshot():
         # A project with nothing stored yet (an agent's first days on it) answers at
         # once: no prompt history read, no segment embedded, for the same empty pack.
-        if not any(holds_rows(index, scope_id=scope_id) for index in _INDEXES):
+        if not any(index.holds_rows(scope_id=scope_id) for index in _INDEXES):
             return EMPTY
         found = _retrieve(scope_id=scope_id, query=query, beyond_window=0)
     if not found.memory_hits and not found.experience_hits:
@@ -227,13 +218,11 @@ def _retrieve(
 
 
 def _family_terms(
-    found: _Retrieved, scope_id: str, family: str, window: int, index: SearchIndex
+    found: _Retrieved, scope_id: str, family: str, window: int, index: FamilyIndex
 ) -> FamilyExplanation:
     """Each query term's fate in one family's search, from the counts that search used
     (the index's, in the caller's read snapshot, so the same counts)."""
-    counted = countable_terms(found.terms)
-    frequencies, documents = counts_of(index).frequencies(scope_id=scope_id, terms=counted)
-    counted_set = set(counted)
+    documents, fates = index.term_fates(found.terms, found.recurring, scope_id=scope_id)
     return FamilyExplanation(
         family=family,
         documents=documents,
@@ -242,12 +231,10 @@ def _family_terms(
             TermExplanation(
                 term=term,
                 decision=decision,
-                documents=frequencies.get(term, 0) if term in counted_set else None,
+                documents=holding,
                 recent_prompts=sum(term in prompt for prompt in found.prompts),
             )
-            for term, decision in term_decisions(
-                found.terms, frequencies, documents, found.recurring
-            )
+            for term, decision, holding in fates
         ),
     )
 

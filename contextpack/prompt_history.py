@@ -15,13 +15,12 @@ from django.db import connection
 
 from contextpack.limits import QUERY_MAX_CHARS
 from powercontext.models import SourceRecord
-from powercontext.search import analyzer
-from powercontext.search.policy import PROMPT_HISTORY
+from powercontext.search import Query
 from powercontext.sources import CONTENT_SOURCE
 
 
 def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
-    """The analyzer terms of each of the scope's ``PROMPT_HISTORY`` most recent captured
+    """The analyzer terms of each of the scope's ``Query.HISTORY`` most recent captured
     prompts (of their first ``QUERY_MAX_CHARS`` characters, all a query can hold), newest
     first, leaving out the prompt ``query`` was cut from.
 
@@ -39,7 +38,7 @@ def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
             f"SELECT position, payload_hash FROM {table} {where} "  # noqa: S608 - names and placeholders only
             "ORDER BY position DESC LIMIT %s",
             # A few rows more than needed: some may be this very prompt.
-            [scope_id, CONTENT_SOURCE, PROMPT_HISTORY + 2],
+            [scope_id, CONTENT_SOURCE, Query.HISTORY + 2],
         )
         recent = cursor.fetchall()
         known = {payload_hash: _cached(payload_hash) for _, payload_hash in recent}
@@ -60,7 +59,7 @@ def recent_prompt_terms(*, scope_id: str, query: str) -> list[frozenset[str]]:
         if prompt is None or prompt.start == query:  # this prompt, or its cut to the limit
             continue
         prompts.append(prompt.terms)
-        if len(prompts) == PROMPT_HISTORY:
+        if len(prompts) == Query.HISTORY:
             break
     return prompts
 
@@ -92,7 +91,7 @@ def _cached(payload_hash: str) -> _Prompt | None:
 
 def _analysed(payload_hash: str, payload: str) -> _Prompt:
     start = json.loads(payload)["content"][:QUERY_MAX_CHARS]
-    prompt = _Prompt(start, frozenset(analyzer.tokens(start)))
+    prompt = _Prompt(start, Query.prompt_terms(start))
     with _cache_lock:
         _cache[payload_hash] = prompt
         if len(_cache) > _CACHE_SIZE:

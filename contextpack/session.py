@@ -38,7 +38,6 @@ from experience.selectors import experience_latest
 from memory.selectors import memory_head, memory_search_at, memory_session_entries
 from memory.values import memory_ref
 from powercontext.search import Query, SearchInconsistent
-from powercontext.search.policy import recurring_terms
 from powercontext.snapshot import read_snapshot
 
 # The entries marked for session start, the most recently marked first.
@@ -108,11 +107,8 @@ def _subject_hits(scope_id: str, head: int, taken: set[str]) -> list[MemoryHit]:
     for prompt in recent:  # the most recent prompt's words first, up to the cap
         terms += sorted(prompt.difference(terms))
     terms = terms[:SUBJECT_MAX_TERMS]
-    subjects = Query(
-        " ".join(terms),
-        terms,
-        recurring=recurring_terms(terms, prompts),
-        segments=[sorted(prompt) for prompt in recent],
+    subjects = Query.subjects(
+        terms, history=prompts, segments=[sorted(prompt) for prompt in recent]
     )
     found = memory_search_at(
         scope_id=scope_id, head=head, query=subjects, limit=SUBJECT_ENTRIES + len(taken)

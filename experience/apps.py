@@ -11,11 +11,10 @@ class ExperienceConfig(AppConfig):
         from experience.search_index import EXPERIENCE_INDEX
         from powercontext.capabilities import register_family
         from powercontext.maintenance import Family, register
-        from powercontext.search.indexes import register_index
 
         archive.register()
         register_family("experience")
-        register_index(EXPERIENCE_INDEX)
+        EXPERIENCE_INDEX.register()
         register(
             Family(
                 "experience",
@@ -25,4 +24,3 @@ class ExperienceConfig(AppConfig):
                 redact="experience.redaction.experience_redact",
             )
         )
-        register_index(EXPERIENCE_INDEX)

@@ -30,7 +30,6 @@ from powercontext.redaction_log import (
     latest_digests,
 )
 from powercontext.reports import CheckResult, Progress, RebuildReport
-from powercontext.search import search_engine
 from powercontext.snapshot import read_snapshot
 
 
@@ -47,12 +46,11 @@ def experience_rebuild(
     id. The heads are few (one per approved lesson) and read at once.
     """
     started = time.monotonic()
-    engine = search_engine()
-    recreate = engine.status(EXPERIENCE_INDEX)
+    recreate = EXPERIENCE_INDEX.status()
     if not connection.features.can_rollback_ddl and recreate:
         # OceanBase commits DDL implicitly: a missing index is created before the
         # transaction (it covers the heads already there), never inside it.
-        engine.rebuild(EXPERIENCE_INDEX)
+        EXPERIENCE_INDEX.rebuild()
     unverified: list[tuple[str, str]] = []
     with transaction.atomic():
         heads = list(_heads(scope_id).select_for_update().order_by("pk"))
@@ -70,7 +68,7 @@ def experience_rebuild(
                 )
         term_stats_rebuild(texts, scope_id=scope_id)
         # A recreated index is filled for every scope: it was empty.
-        engine.rebuild(EXPERIENCE_INDEX, None if recreate else scope_id)
+        EXPERIENCE_INDEX.rebuild(None if recreate else scope_id)
     if progress:
         progress(len(heads), len(heads))
     if recreate:
@@ -147,7 +145,7 @@ def experience_check(*, scope_id: str | None = None) -> list[CheckResult]:
     index probe is global (the index is one structure). Findings name ids, never
     content."""
     result = CheckResult("experience")
-    index_problem = search_engine().status(EXPERIENCE_INDEX)
+    index_problem = EXPERIENCE_INDEX.status()
     if index_problem:
         result.add(None, "full-text index", index_problem)
     with read_snapshot():
@@ -187,7 +185,7 @@ def _check_redacted_candidates(scope_id: str | None, result: CheckResult) -> Non
 
 def experience_index_status() -> str | None:
     """None when the Experience full-text index exists, else why not (start-up probe)."""
-    return search_engine().status(EXPERIENCE_INDEX)
+    return EXPERIENCE_INDEX.status()
 
 
 def _check_heads(scope_id: str | None, result: CheckResult) -> list[tuple[str, str]]:

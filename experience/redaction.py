@@ -27,7 +27,6 @@ from powercontext.chain import canonical_json, tagged_sha256
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction import Redactions
 from powercontext.reports import RedactReport
-from powercontext.search import IndexRow, search_engine, vectors
 from powercontext.stored_secrets import revisions_redact
 
 _VERSION_DOMAIN = b"powercontext.candidate-version.v1\x00"
@@ -171,8 +170,11 @@ def _head_follows(revision: ArtifactRevision) -> None:
     text = searchable_text(Proposal.from_payload(revision_content(revision)))
     term_stats_adjust(scope_id=head.scope_id, removed=head.searchable_text, added=text)
     ArtifactHead.objects.filter(pk=head.pk).update(searchable_text=text)
-    search_engine().write(
-        EXPERIENCE_INDEX,
-        [IndexRow(head.pk, head.scope_id, head.artifact_id, head.revision, text)],
+    EXPERIENCE_INDEX.write(
+        row_key=head.pk,
+        scope_id=head.scope_id,
+        cited_id=head.artifact_id,
+        version=head.revision,
+        text=text,
     )
-    vectors.drop_cited(EXPERIENCE_INDEX, scope_id=head.scope_id, cited_id=head.artifact_id)
+    EXPERIENCE_INDEX.drop_vectors(scope_id=head.scope_id, cited_id=head.artifact_id)

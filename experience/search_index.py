@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
 from powercontext import redaction
-from powercontext.search.indexes import Kept, SearchIndex
+from powercontext.search import FamilyIndex, Kept
 
 
 def proposal_document(proposal: Proposal) -> str:
@@ -72,7 +72,7 @@ def experience_documents(row_keys: Sequence[int]) -> dict[int, str]:
     return documents
 
 
-EXPERIENCE_INDEX = SearchIndex(
+EXPERIENCE_INDEX = FamilyIndex(
     name="experience_head",
     table="powercontext_artifacthead",
     cited_id="artifact_id",

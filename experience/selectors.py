@@ -31,7 +31,7 @@ from powercontext.exceptions import ArtifactNotFound, InvalidRequest
 from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import Considered, Query, SearchInconsistent, search
+from powercontext.search import Considered, Query, SearchInconsistent
 
 # -- candidates -----------------------------------------------------------------------
 
@@ -235,7 +235,7 @@ def experience_search_at(
     the hits and the rest of the request see one committed state. Raises
     SearchInconsistent when the index describes another revision than the head.
     """
-    found = search(EXPERIENCE_INDEX, query, scope_id=scope_id, limit=limit)
+    found = EXPERIENCE_INDEX.search(query, scope_id=scope_id, limit=limit)
     if verdicts is not None:
         verdicts.extend(found.considered)
     ranked = [item.hit for item in found.hits]

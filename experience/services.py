@@ -53,7 +53,6 @@ from powercontext.exceptions import (
 from powercontext.models import ArtifactHead, ArtifactRevision, SourceRecord
 from powercontext.redaction import Redactions
 from powercontext.refs import ArtifactRef
-from powercontext.search import IndexRow, search_engine, vectors
 
 REVIEWER_GROUP = "Experience reviewers"
 AGENT = "agent"
@@ -355,8 +354,8 @@ def _write_experience(scope_id: str, version: CandidateVersion) -> tuple[str, in
     if head_id is None:
         head_id = heads.filter(artifact_id=artifact_id).values_list("id", flat=True).get()
     term_stats_adjust(scope_id=scope_id, removed=previous_text, added=text)
-    search_engine().write(
-        EXPERIENCE_INDEX, [IndexRow(head_id, scope_id, artifact_id, revision, text)]
+    EXPERIENCE_INDEX.write(
+        row_key=head_id, scope_id=scope_id, cited_id=artifact_id, version=revision, text=text
     )
     return artifact_id, revision
 
@@ -378,7 +377,7 @@ def candidate_approve(
     require_reviewer(reviewer)
     # The vector is computed before the transaction (the model holds no lock).
     documents = approval_documents(scope_id, candidate_id, expected_version)
-    embedded = vectors.embed_for(EXPERIENCE_INDEX, documents)
+    embedded = EXPERIENCE_INDEX.embed(documents)
     with transaction.atomic():
         candidate = _lock_pending(scope_id, candidate_id, expected_version)
         version = current_version(candidate)
@@ -390,8 +389,8 @@ def candidate_approve(
         )
         artifact_id, revision = _write_experience(scope_id, version)
         document = proposal_document(proposal_of(version))
-        vectors.write_cited(
-            EXPERIENCE_INDEX, embedded, scope_id=scope_id, cited_id=artifact_id, document=document
+        EXPERIENCE_INDEX.write_vectors(
+            embedded, scope_id=scope_id, cited_id=artifact_id, document=document
         )
         now = timezone.now()
         _move_candidate(

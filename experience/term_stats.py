@@ -7,13 +7,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from experience.models import ExperienceTermStat
-from powercontext.search.term_counts import TermCounts, expected_counts
+from experience.search_index import EXPERIENCE_INDEX
 
-TERM_COUNTS = TermCounts(ExperienceTermStat)
-_counts = TERM_COUNTS
 
-term_stats_adjust = _counts.adjust
-term_frequencies = _counts.frequencies
+def term_stats_adjust(*, scope_id: str, removed: str | None, added: str | None) -> None:
+    """Move the scope's counts from one head's searchable text to the next."""
+    EXPERIENCE_INDEX.counts.adjust(scope_id=scope_id, removed=removed, added=added)
 
 
 def term_stats_expected(
@@ -26,7 +25,7 @@ def term_stats_expected(
     return {
         (scope_id, term): documents
         for scope_id, scope_texts in texts.items()
-        for term, documents in expected_counts(scope_texts).items()
+        for term, documents in EXPERIENCE_INDEX.counts.expected(scope_texts).items()
     }
 
 

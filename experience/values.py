@@ -7,7 +7,7 @@ from typing import Any
 
 from powercontext.exceptions import InvalidRequest
 from powercontext.refs import ArtifactRef, SourceRef
-from powercontext.search import analyzer
+from powercontext.search import FamilyIndex
 
 EXPERIENCE_FAMILY = "experience"
 PROPOSAL_FIELDS = ("situation", "action", "outcome", "lesson")
@@ -111,4 +111,4 @@ class ExperienceFound:
 def searchable_text(proposal: Proposal) -> str:
     """What full-text search sees for an Experience: the analyzer's tokens of its four
     fields, in a fixed order. Deterministic, so a rebuild writes the same text."""
-    return analyzer.searchable_text("\n".join(getattr(proposal, name) for name in PROPOSAL_FIELDS))
+    return FamilyIndex.analysed("\n".join(getattr(proposal, name) for name in PROPOSAL_FIELDS))

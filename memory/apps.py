@@ -10,11 +10,10 @@ class MemoryConfig(AppConfig):
         from memory.search_index import MEMORY_INDEX
         from powercontext.capabilities import register_family
         from powercontext.maintenance import Family, register
-        from powercontext.search.indexes import register_index
 
         archive.register()
         register_family("memory")
-        register_index(MEMORY_INDEX)
+        MEMORY_INDEX.register()
         register(
             Family(
                 "memory",
@@ -25,4 +24,3 @@ class MemoryConfig(AppConfig):
                 redact="memory.redaction.memory_redact",
             )
         )
-        register_index(MEMORY_INDEX)

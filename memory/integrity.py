@@ -42,8 +42,6 @@ from powercontext.artifacts import head_revision
 from powercontext.models import ArtifactHead, ArtifactRevision
 from powercontext.redaction_log import MEMORY_VERSION, latest_digests
 from powercontext.reports import CheckResult
-from powercontext.search import search_engine
-from powercontext.search.term_counts import DOCUMENTS_TERM, expected_counts
 from powercontext.snapshot import read_snapshot
 
 _CHUNK = 2000
@@ -275,7 +273,7 @@ def _check_changes(
 def _check_projection(scope: str, result: CheckResult, terms: CheckResult) -> None:
     expected: Counter[str] = Counter()
     for diff in projection_diff(scope, _CHUNK):
-        expected.update(expected_counts(diff.searchable_texts))
+        expected.update(MEMORY_INDEX.counts.expected(diff.searchable_texts))
         result.checked += diff.checked
         for entry_id, _ in diff.missing:
             result.add(scope, entry_id, "active entry missing from the projection")
@@ -292,19 +290,18 @@ def _check_projection(scope: str, result: CheckResult, terms: CheckResult) -> No
     differences = term_stats_diff(scope, expected)
     terms.checked += len(expected)
     for term, (stored, count) in sorted(differences.items()):
-        subject = "document count" if term == DOCUMENTS_TERM else f"term {term!r}"
+        subject = "document count" if term == MEMORY_INDEX.counts.DOCUMENTS else f"term {term!r}"
         terms.add(scope, subject, f"counted in {stored} entries, active in {count}")
 
 
 def _check_fulltext() -> CheckResult:
     result = CheckResult("memory.fulltext")
-    engine = search_engine()
-    problem = engine.status(MEMORY_INDEX)
+    problem = MEMORY_INDEX.status()
     if problem is None:
-        if not engine.checks_integrity:
+        if not MEMORY_INDEX.checks_integrity:
             result.skipped = "this search backend has no index integrity check"
             return result
-        problem = engine.integrity(MEMORY_INDEX)
+        problem = MEMORY_INDEX.integrity()
     result.checked = 1
     if problem:
         result.add(None, "full-text index", problem)

@@ -38,8 +38,6 @@ from memory.models import ManifestState, MemoryActiveEntry, MemoryManifestRow, M
 from memory.search_index import MEMORY_INDEX
 from memory.services import projection_values, version_verifies
 from powercontext.reports import Progress, RebuildReport
-from powercontext.search import search_engine
-from powercontext.search.term_counts import expected_counts
 
 # The projection columns a rebuild compares and writes (besides scope and entry ids).
 PROJECTED_FIELDS = ("entry_version_id", "kind_text_hash", "scope_token", "searchable_text")
@@ -205,16 +203,15 @@ def memory_rebuild(
         raise ValueError("chunk_size must be at least 1")
     started = time.monotonic()
     report = RebuildReport("memory")
-    engine = search_engine()
-    recreated = engine.status(MEMORY_INDEX)
+    recreated = MEMORY_INDEX.status()
     ddl_is_transactional = connection.features.can_rollback_ddl
     if recreated and not ddl_is_transactional:
         # OceanBase commits DDL implicitly, so the index cannot be created inside the
         # rebuild's transaction; created first, it covers the rows already there.
-        engine.rebuild(MEMORY_INDEX)
+        MEMORY_INDEX.rebuild()
     with transaction.atomic():
         if recreated and ddl_is_transactional:
-            engine.rebuild(MEMORY_INDEX)
+            MEMORY_INDEX.rebuild()
         scopes = memory_scopes(scope_id)
         total = (
             _active_rows(scope_id).count()
@@ -232,7 +229,7 @@ def memory_rebuild(
             for diff in projection_diff(scope, chunk_size):
                 _apply(scope, diff, report)
                 report.unverified.extend((scope, version) for _, version in diff.unverified)
-                expected_terms.update(expected_counts(diff.searchable_texts))
+                expected_terms.update(MEMORY_INDEX.counts.expected(diff.searchable_texts))
                 report.entries += diff.checked
                 if progress:
                     progress(report.entries, total)
@@ -243,12 +240,12 @@ def memory_rebuild(
         if recreated:
             report.index = f"recreated ({recreated})"
         elif scope_id is None:
-            engine.rebuild(MEMORY_INDEX)
+            MEMORY_INDEX.rebuild()
             report.index = "rebuilt"
         else:
-            problem = engine.integrity(MEMORY_INDEX)
+            problem = MEMORY_INDEX.integrity()
             if problem:
-                engine.rebuild(MEMORY_INDEX)
+                MEMORY_INDEX.rebuild()
                 report.index = f"rebuilt ({problem})"
             else:
                 report.index = "consistent, kept in step with the projection"
@@ -258,4 +255,4 @@ def memory_rebuild(
 
 def memory_index_problem() -> str | None:
     """None when the Memory full-text index exists, else why not (start-up probe)."""
-    return search_engine().status(MEMORY_INDEX)
+    return MEMORY_INDEX.status()

@@ -25,7 +25,6 @@ from memory.values import MEMORY_FAMILY
 from powercontext import redaction_log
 from powercontext.redaction import redact
 from powercontext.reports import RedactReport
-from powercontext.search import vectors
 from powercontext.stored_secrets import revisions_redact
 
 
@@ -85,4 +84,4 @@ def _redact_version(
     )
     if MemoryActiveEntry.objects.filter(entry_version_id=version.pk).exists():
         projection_sync(version, ManifestState.ACTIVE)
-        vectors.drop_cited(MEMORY_INDEX, scope_id=version.scope_id, cited_id=version.entry_id)
+        MEMORY_INDEX.drop_vectors(scope_id=version.scope_id, cited_id=version.entry_id)

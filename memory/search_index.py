@@ -12,7 +12,7 @@ analyzed tokens.
 
 from collections.abc import Sequence
 
-from powercontext.search.indexes import Kept, SearchIndex
+from powercontext.search import FamilyIndex
 
 
 def memory_documents(row_keys: Sequence[int]) -> dict[int, str]:
@@ -23,12 +23,11 @@ def memory_documents(row_keys: Sequence[int]) -> dict[int, str]:
     return dict(rows.values_list("pk", "entry_version__text"))
 
 
-MEMORY_INDEX = SearchIndex(
+MEMORY_INDEX = FamilyIndex(
     name="memory_activeentry",
     table="memory_memoryactiveentry",
     cited_id="entry_id",
     version="entry_version_id",
-    kept=Kept.BY_ENGINE,
     scope_token_column="scope_token",  # noqa: S106 - a column name, not a secret
     documents=memory_documents,
     term_counts="memory.MemoryTermStat",

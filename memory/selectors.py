@@ -37,7 +37,7 @@ from powercontext.fields import identity_text
 from powercontext.models import ArtifactRevision
 from powercontext.pages import json_text_bytes
 from powercontext.refs import artifact_refs, source_refs
-from powercontext.search import AUTO, Considered, IndexHit, Query, SearchInconsistent, search
+from powercontext.search import Considered, Query, SearchInconsistent
 from powercontext.snapshot import read_snapshot
 
 # A list page stops before the entry that would take its entries past this many bytes
@@ -253,14 +253,14 @@ def _found(
     """:func:`memory_search_at`'s hits, and the mode the search ran in."""
     if head == 0:
         return [], None
-    found = search(MEMORY_INDEX, query, scope_id=scope_id, limit=limit)
+    found = MEMORY_INDEX.search(query, scope_id=scope_id, limit=limit)
     if verdicts is not None:
         verdicts.extend(found.considered)
     ranked = [replace(item.hit, score=item.score) for item in found.hits]
     if not ranked:
         return [], found.mode
     channels = {item.hit.cited_id: item.channels for item in found.hits}
-    rows = _active_versions(scope_id, ranked)
+    rows = _active_versions(scope_id, [(hit.cited_id, str(hit.version)) for hit in ranked])
     hits = []
     for hit in ranked:
         row = rows.get(str(hit.version))
@@ -287,8 +287,11 @@ def _found(
     return hits, found.mode
 
 
-def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[int, str, str, str]]:
-    """For the hits' versions that an open active manifest row makes current:
+def _active_versions(
+    scope_id: str, cited: list[tuple[str, str]]
+) -> dict[str, tuple[int, str, str, str]]:
+    """For the hits' versions (``cited``: each hit's entry id and version id) that an
+    open active manifest row makes current:
     ``entry_version_id -> (valid_from, entry_id, entry_version_id, text)`` of that row and
     its version, in one query.
 
@@ -298,8 +301,8 @@ def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[i
     quote = connection.ops.quote_name
     manifest = quote(MemoryManifestRow._meta.db_table)
     versions = quote(MemoryEntryVersion._meta.db_table)
-    entry_ids = [hit.cited_id for hit in ranked]
-    version_ids = [str(hit.version) for hit in ranked]
+    entry_ids = [entry_id for entry_id, _ in cited]
+    version_ids = [version_id for _, version_id in cited]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT m.valid_from, v.entry_id, v.entry_version_id, v.text "  # noqa: S608 - names and placeholders only
@@ -319,9 +322,7 @@ def _active_versions(scope_id: str, ranked: list[IndexHit]) -> dict[str, tuple[i
     return result
 
 
-def memory_search(
-    *, scope_id: str, query: str, limit: int = 10, mode: str = AUTO
-) -> MemorySearchResult:
+def memory_search(*, scope_id: str, query: str, mode: str, limit: int = 10) -> MemorySearchResult:
     """The search operation: normalised scores (best hit 1.0), ties by entry id.
 
     ``mode``: ``fts`` ranks by the query's words, ``vector`` by its meaning, ``hybrid``
@@ -331,7 +332,7 @@ def memory_search(
     (``capability_not_supported``, with the reason) rather than quietly answered by fts.
     """
     # Embedded before the snapshot opens: the model holds no lock.
-    lookup = Query.lookup(query, index=MEMORY_INDEX, mode=mode)
+    lookup = MEMORY_INDEX.lookup(query, mode=mode)
     with read_snapshot():
         head = memory_head(scope_id=scope_id)
         if head == 0:

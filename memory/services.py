@@ -28,7 +28,6 @@ from memory.models import (
     MemoryActiveEntry,
     MemoryEntryVersion,
     MemoryManifestRow,
-    MemoryTermStat,
     SessionStartMark,
 )
 from memory.search_index import MEMORY_INDEX
@@ -47,13 +46,11 @@ from powercontext.artifacts import HeadMoved, head_advance, head_revision, revis
 from powercontext.chain import canonical_json, tagged_sha256
 from powercontext.exceptions import PowerContextError, RevisionConflict
 from powercontext.redaction import Redactions
-from powercontext.search import analyzer, scope_token, vectors
-from powercontext.search.term_counts import TermCounts
+from powercontext.search import Embedded
 
 _ENTRY_DOMAIN = b"powercontext.memory-entry.v1\x00"
 # Enough for heavy contention on one scope; each retry starts from a fresh read.
 _MAX_ATTEMPTS = 50
-_TERM_COUNTS = TermCounts(MemoryTermStat)
 
 
 @dataclass(frozen=True)
@@ -278,7 +275,7 @@ def _write(
     document: str | None = None,
 ) -> WriteResult:
     # The entry's vector is computed before the transaction (the model holds no lock).
-    embedded = vectors.embed_for(MEMORY_INDEX, [] if document is None else [document])
+    embedded = MEMORY_INDEX.embed([] if document is None else [document])
     # Only a lost race is retried, and only when the caller did not pin a revision; a
     # conflict the caller asked for (a pinned revision, a stale citation) is theirs.
     attempts = 1 if expected_revision is not None else _MAX_ATTEMPTS
@@ -296,7 +293,7 @@ def _write_once(
     scope_id: str,
     plan: Callable[[], _Change | None],
     expected_revision: int | None,
-    embedded: vectors.Embedded,
+    embedded: Embedded,
 ) -> WriteResult:
     head = head_revision(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
     if expected_revision is not None and expected_revision != head:
@@ -310,7 +307,7 @@ def _write_once(
         artifact_id=MEMORY_ARTIFACT_ID,
         expected_revision=head,
     )
-    with vectors.writing(MEMORY_INDEX, embedded, scope_id=scope_id, cited_id=change.entry_id):
+    with MEMORY_INDEX.writing_vectors(embedded, scope_id=scope_id, cited_id=change.entry_id):
         version, row, record = _apply(scope_id, revision, change)
     revision_append(
         scope_id=scope_id,
@@ -388,7 +385,7 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
     previous_text = existing.values_list("searchable_text", flat=True).first()
     if state != ManifestState.ACTIVE:
         existing.delete()
-        _TERM_COUNTS.adjust(scope_id=version.scope_id, removed=previous_text, added=None)
+        MEMORY_INDEX.counts.adjust(scope_id=version.scope_id, removed=previous_text, added=None)
         return
     # A reactivation brings back a stored version: verify it rather than trust it.
     if not version_verifies(version):
@@ -400,7 +397,7 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
         )
     else:
         existing.update(**values)
-    _TERM_COUNTS.adjust(
+    MEMORY_INDEX.counts.adjust(
         scope_id=version.scope_id, removed=previous_text, added=values["searchable_text"]
     )
 
@@ -409,8 +406,8 @@ def projection_values(version: MemoryEntryVersion) -> dict[str, Any]:
     return {
         "entry_version": version,
         "kind_text_hash": kind_text_hash(version.kind, version.text),
-        "scope_token": scope_token(version.scope_id),
-        "searchable_text": analyzer.searchable_text(version.text),
+        "scope_token": MEMORY_INDEX.scope_token(version.scope_id),
+        "searchable_text": MEMORY_INDEX.analysed(version.text),
     }
 
 

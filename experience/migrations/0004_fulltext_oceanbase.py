@@ -11,12 +11,11 @@ from django.db import migrations
 
 from experience.search_index import EXPERIENCE_INDEX
 from powercontext.migration_operations import RunSQLForEngine
-from powercontext.search import index_ddl
 
 # The statements live with the engine, generic over declared indexes: this migration
 # runs exactly what a rebuild recreates a missing index with (a test compares both with
 # the statements first written here).
-FORWARD, REVERSE = index_ddl("oceanbase", EXPERIENCE_INDEX)
+FORWARD, REVERSE = EXPERIENCE_INDEX.ddl("oceanbase")
 
 
 class Migration(migrations.Migration):

@@ -13,7 +13,7 @@ fallback; the family's selector only resolves the hits to its cited values.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import connection
 
@@ -21,7 +21,7 @@ from powercontext.exceptions import CapabilityNotSupported
 from powercontext.search import analyzer, hybrid, relevance, vectors
 from powercontext.search.engines import SearchEngine, search_engine
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
-from powercontext.search.policy import CANDIDATE_POOL, recurring_terms
+from powercontext.search.policy import CANDIDATE_POOL, PROMPT_HISTORY, recurring_terms
 from powercontext.search.ranking import query_segments, rank, semantic_segments
 from powercontext.search.relevance import Considered, Ranked, anchors
 from powercontext.search.term_counts import counts_of
@@ -58,6 +58,20 @@ class Query:
     vectors_required: bool = False
     mode: str | None = None
     asked: str | None = None
+
+    # How many of the scope's recent prompts ``Query.prompt``'s ``history`` looks back on.
+    HISTORY: ClassVar[int] = PROMPT_HISTORY
+
+    @staticmethod
+    def prompt_terms(text: str) -> frozenset[str]:
+        """One past prompt's terms, as ``Query.prompt``'s ``history`` holds them."""
+        return frozenset(analyzer.tokens(text))
+
+    @staticmethod
+    def can_embed() -> bool:
+        """Whether a query built now carries its embedding (the model is on and loaded;
+        waits for a load under way)."""
+        return hybrid.can_embed()
 
     @classmethod
     def prompt(cls, text: str, *, history: Sequence[frozenset[str]] = ()) -> "Query":
@@ -119,6 +133,20 @@ class Query:
             vectors_required=vector is not None,
             mode=mode,
             asked=asked,
+        )
+
+    @classmethod
+    def subjects(
+        cls, terms: list[str], *, history: Sequence[frozenset[str]], segments: list[list[str]]
+    ) -> "Query":
+        """The subjects of a session's recent prompts (``terms``, scored by ``segments``,
+        one per prompt), with the words the user repeats in ``history`` weighing less: a
+        session pack's query. By words alone."""
+        return cls(
+            " ".join(terms),
+            terms,
+            recurring=recurring_terms(terms, history),
+            segments=segments,
         )
 
     def by_words(self) -> "Query":

@@ -28,6 +28,9 @@ def document_terms(searchable_text: str) -> set[str]:
 class TermCounts:
     """The counts kept in ``model``."""
 
+    # The term whose count is the scope's number of documents.
+    DOCUMENTS = DOCUMENTS_TERM
+
     def __init__(self, model: Any):
         self.model = model
 
@@ -99,6 +102,11 @@ class TermCounts:
             counts = {identity_text(term): documents for term, documents in cursor.fetchall()}
         documents = counts.pop(DOCUMENTS_TERM, 0)
         return counts, documents
+
+    @staticmethod
+    def expected(searchable_texts: Iterable[str]) -> Counter[str]:
+        """What one scope's counts should be for these documents (rebuilds, integrity)."""
+        return expected_counts(searchable_texts)
 
 
 def expected_counts(searchable_texts: Iterable[str]) -> Counter[str]:
