@@ -5,6 +5,8 @@ another scope's neighbours, is judged as before."""
 
 import pytest
 
+from tests.api_calls import prepare
+
 pytestmark = pytest.mark.django_db
 
 EMPTY = {
@@ -13,10 +15,6 @@ EMPTY = {
     "content": None,
     "content_bytes": 0,
 }
-
-
-def prepare(api, scope_id, query):
-    return api.ok("/v1/context/prepare", {"scope_id": scope_id, "query": query, "max_bytes": 8000})
 
 
 def test_a_scope_with_nothing_stored_embeds_nothing(api, remember, embedded_texts):
