@@ -69,22 +69,22 @@ class Asked:
 
 def asked_everything(args: argparse.Namespace) -> list[Asked]:
     """Every dev prepare, with the decision's admitted candidates (captured from the
-    memory family's ``search``)."""
-    import memory.selectors
+    memory family's searches: ``FamilyIndex.search`` calls the query module's ``search``)."""
+    from memory.search_index import MEMORY_INDEX
+    from powercontext.search import query as search_query
     from powercontext.search.ranking import semantic_segments
-
-    selectors: Any = memory.selectors  # its ``search`` is the search package's, imported
 
     home = Path(args.home)
     seen: list[Any] = []
-    judged = selectors.search
+    judged = search_query.search
 
-    def capture(*call: Any, **kwargs: Any) -> Any:
-        found = judged(*call, **kwargs)
-        seen.append((call[1], found))
+    def capture(index: Any, query: Any, **kwargs: Any) -> Any:
+        found = judged(index, query, **kwargs)
+        if index is MEMORY_INDEX:
+            seen.append((query, found))
         return found
 
-    selectors.search = capture
+    search_query.search = capture
     asked: list[Asked] = []
 
     def ask(
@@ -138,7 +138,7 @@ def asked_everything(args: argparse.Namespace) -> list[Asked]:
             texts = {t.dia_id: t.text for t in conversations[stored].turns}
             for question in conversations[asked_in].questions[: args.limit]:
                 ask("cross", f"replay-locomo-{stored}", question.text, files, texts, [])
-    selectors.search = judged
+    search_query.search = judged
     return asked
 
 

@@ -37,8 +37,8 @@ _recorded: dict[str, Any] = {}
 def instrument(top: int) -> None:
     """Record the last Memory search's evidence (``rules.judge``'s input and the query's
     facts) and its considered candidates with their focus."""
-    import memory.selectors as selectors
     from memory.search_index import MEMORY_INDEX
+    from powercontext.search import query as search_query
     from powercontext.search import token_states, vectors
     from powercontext.search.relevance import focus, rules
 
@@ -50,7 +50,7 @@ def instrument(top: int) -> None:
         return judge(candidates, facts)
 
     rules.judge = recording_judge
-    search = selectors.search
+    search = search_query.search
 
     def recording_search(index: Any, query: Any, **kwargs: Any) -> Any:
         _recorded.pop("evidence", None)
@@ -77,7 +77,7 @@ def instrument(top: int) -> None:
         _recorded["query"] = query
         return found
 
-    selectors.search = recording_search
+    search_query.search = recording_search
 
 
 def rows(files: dict[str, str], relevant: set[str]) -> list[dict[str, Any]]:
