@@ -4,16 +4,18 @@ deciding which of them answer it.
 A family declares what it indexes as a :class:`FamilyIndex` (a
 ``powercontext.search.indexes.SearchIndex``: which rows, which text, which version is
 cited, where its term counts are kept; with the operations the family calls on it:
-search, keep, check) and the wing does the rest on either database: the lexical engines (``engines``, ``sqlite``,
-``oceanbase``), the vector channel (``vectors``, ``hybrid``), the plan and the ranking
-(``policy``, ``ranking``, ``fusion``) and the relevance decision (``relevance``).
+search, keep, check) and the wing does the rest on either database: the lexical engines
+(``engines``, ``sqlite``, ``oceanbase``), the vector channel (``vectors``, ``hybrid``),
+the plan and the ranking (``policy``, ``ranking``, ``fusion``) and the relevance
+decision (``relevance``).
 
 The families and the Context Pack make one call: build a :class:`Query` once
 (``Query.prompt`` for a pack, ``FamilyIndex.lookup`` for an explicit search, each
 embedding itself) and search a declared index with it (``FamilyIndex.search``, which is
 :func:`search`), in the caller's read snapshot; the family then resolves the hits to its
-cited values. A family imports a handful of names from here and nothing from behind. A hit from another version than its
-row's raises :class:`SearchInconsistent`.
+cited values. A hit from another version than its row's raises
+:class:`SearchInconsistent`. A family imports a handful of names from here and nothing
+from behind it.
 """
 
 from powercontext.search.engines import SearchEngine, database_engine, index_ddl, search_engine
