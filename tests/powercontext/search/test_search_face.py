@@ -43,8 +43,7 @@ def test_the_count_sees_every_import_form(tmp_path) -> None:
         "    import powercontext.search.vectors\n"
     )
     modules = {
-        module
-        for _, module in imported_modules(REPO / "memory" / "x.py", source, strings=False)
+        module for _, module in imported_modules(REPO / "memory" / "x.py", source, strings=False)
     }
     assert modules == {
         "powercontext.search.Query",
