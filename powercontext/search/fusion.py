@@ -62,9 +62,16 @@ def fuse(
     semantic: Iterable[tuple[str, float]],
     *,
     semantic_weight: float = SEMANTIC_WEIGHT,
+    ties_by_meaning: bool = True,
 ) -> list[FusedHit]:
     """Every candidate of either channel (``(key, score)``, higher better), best fused
-    score first, ties by key. A key listed twice in one channel keeps its best score."""
+    score first. A key listed twice in one channel keeps its best score.
+
+    Equal fused scores are common (the best of the words alone and the best of the
+    meaning alone both score one half), and a key is an entry's random id: so a tie goes
+    to the nearer in meaning, then to the stronger in words (``ties_by_meaning``; the
+    other way round without it), and only then by key. The same scope and prompt then
+    give the same order on every install."""
     lexical_hits: dict[str, float] = {}
     for key, score in lexical:
         lexical_hits[key] = max(score, lexical_hits.get(key, score))
@@ -84,7 +91,15 @@ def fuse(
             key, 0.0
         ) + semantic_weight * semantic_scaled.get(key, 0.0)
         fused.append(FusedHit(key, score, channels))
-    fused.sort(key=lambda hit: (-hit.score, hit.key))
+    missing = float("-inf")
+
+    def order(hit: FusedHit) -> tuple[float, float, float, str]:
+        meaning = semantic_hits.get(hit.key, missing)
+        words = lexical_hits.get(hit.key, missing)
+        first, second = (meaning, words) if ties_by_meaning else (words, meaning)
+        return (-hit.score, -first, -second, hit.key)
+
+    fused.sort(key=order)
     return fused
 
 

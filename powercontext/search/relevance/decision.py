@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from powercontext.search.fusion import LEXICAL, fuse
 from powercontext.search.indexes import IndexHit
 from powercontext.search.policy import SearchPlan
-from powercontext.search.relevance import evidence, rules
+from powercontext.search.relevance import evidence, numbers, rules
 from powercontext.search.relevance.rules import ADMITTED, Verdict
 
 
@@ -69,7 +69,7 @@ def ranked(
         ]
     similarity = {hit.cited_id: hit.score for hit in semantic}
     semantic_rank = {hit.cited_id: place for place, hit in enumerate(semantic, start=1)}
-    fused = fuse(lexical_scores, similarity.items())
+    fused = fuse(lexical_scores, similarity.items(), ties_by_meaning=bool(numbers.TIES_BY_MEANING))
     # A lexical candidate the nearest rows left out is at most as near as the farthest of
     # them: a bound, not a measure, but enough to tell that it is not near.
     farthest = min(similarity.values())

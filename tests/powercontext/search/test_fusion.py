@@ -38,6 +38,19 @@ def test_ties_break_by_key_and_one_channel_alone_ranks_as_that_channel() -> None
     assert fuse([], []) == []
 
 
+def test_an_exact_tie_goes_by_the_channels_evidence_not_by_the_random_key() -> None:
+    # The best of the words alone and the best of the meaning alone both score 0.5; a key
+    # is an entry's random id, so the order must not follow it (it did: "a" first).
+    words_a = fuse([("a", 2.0)], [("b", 0.9), ("far", 0.1)])
+    assert [hit.score for hit in words_a[:2]] == [0.5, 0.5]
+    assert [hit.key for hit in words_a[:2]] == ["b", "a"]
+    words_b = fuse([("b", 2.0)], [("a", 0.9), ("far", 0.1)], ties_by_meaning=False)
+    assert [hit.key for hit in words_b[:2]] == ["b", "a"]
+    # Candidates equal on every score are the one case the key decides.
+    both = fuse([("a", 2.0), ("b", 2.0)], [("b", 0.9), ("a", 0.9), ("far", 0.1)])
+    assert [hit.key for hit in both[:2]] == ["a", "b"]
+
+
 def test_the_semantic_weight_moves_the_order() -> None:
     lexical, semantic = [("w", 5.0), ("m", 1.0)], [("m", 0.9), ("w", 0.1)]
     assert fuse(lexical, semantic, semantic_weight=0.2)[0].key == "w"
