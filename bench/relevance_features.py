@@ -53,9 +53,11 @@ def instrument(top: int) -> None:
     search = search_query.search
 
     def recording_search(index: Any, query: Any, **kwargs: Any) -> Any:
+        if index is not MEMORY_INDEX:  # Experience's search, after Memory's: not recorded
+            return search(index, query, **kwargs)
         _recorded.pop("evidence", None)
         found = search(index, query, **kwargs)
-        if index is not MEMORY_INDEX or not query.pack:
+        if not query.pack:
             return found
         considered = found.considered[:top]
         keys = [item.ranked.hit.cited_id for item in considered]
