@@ -106,16 +106,11 @@ class TermCounts:
     @staticmethod
     def expected(searchable_texts: Iterable[str]) -> Counter[str]:
         """What one scope's counts should be for these documents (rebuilds, integrity)."""
-        return expected_counts(searchable_texts)
-
-
-def expected_counts(searchable_texts: Iterable[str]) -> Counter[str]:
-    """What one scope's counts should be for these documents (rebuilds, integrity)."""
-    counts: Counter[str] = Counter()
-    for text in searchable_texts:
-        counts.update(document_terms(text))
-        counts[DOCUMENTS_TERM] += 1
-    return counts
+        counts: Counter[str] = Counter()
+        for text in searchable_texts:
+            counts.update(document_terms(text))
+            counts[DOCUMENTS_TERM] += 1
+        return counts
 
 
 def counts_of(index: SearchIndex) -> TermCounts:
