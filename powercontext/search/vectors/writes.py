@@ -7,6 +7,7 @@ missing, or written before the channel existed) is still found lexically, and
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import DatabaseError
 
@@ -92,11 +93,13 @@ def writing(
     block deleted the row (a retired entry) its vector goes with it."""
     before = row_of(index, scope_id, cited_id)
     yield
-    if row_of(index, scope_id, cited_id) is None:
+    after = row_of(index, scope_id, cited_id)
+    if after is None:
         if before is not None and record.recorded(index) is not None:
             vector_engine().delete(index, [before[0]])
         return
-    write_cited(index, embedded, scope_id=scope_id, cited_id=cited_id, document=document)
+    # The row just read is the one write_cited would read again.
+    _write_row(index, embedded, scope_id, cited_id, after, document)
 
 
 def write_cited(
@@ -111,15 +114,27 @@ def write_cited(
     caller's transaction has just left it (nothing when it has no such row: a retired
     entry, whose vector went with its row). Its document is ``document``, by default the
     one text ``embedded`` holds."""
+    if record.recorded(index) is None:
+        return  # no vector index (yet): not even the row is read
+    found = row_of(index, scope_id, cited_id)
+    if found is not None:
+        _write_row(index, embedded, scope_id, cited_id, found, document)
+
+
+def _write_row(
+    index: SearchIndex,
+    embedded: Embedded,
+    scope_id: str,
+    cited_id: str,
+    found: tuple[int, Any],
+    document: str | None,
+) -> None:
+    """:func:`write` for ``found`` ((row key, version) of the row citing ``cited_id``)."""
     if document is None:
         if len(embedded.documents) != 1:
             return
         document = embedded.documents[0]
-    if record.recorded(index) is None:
-        return
-    found = row_of(index, scope_id, cited_id)
-    if found is not None:
-        write(index, embedded, [VectorRow(found[0], scope_id, cited_id, found[1], document)])
+    write(index, embedded, [VectorRow(found[0], scope_id, cited_id, found[1], document)])
 
 
 def drop_cited(index: SearchIndex, *, scope_id: str, cited_id: str) -> None:
