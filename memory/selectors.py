@@ -260,7 +260,9 @@ def _found(
     if not ranked:
         return [], found.mode
     channels = {item.hit.cited_id: item.channels for item in found.hits}
-    rows = _active_versions(scope_id, [(hit.cited_id, str(hit.version)) for hit in ranked])
+    rows = _active_versions(
+        scope_id, [hit.cited_id for hit in ranked], [str(hit.version) for hit in ranked]
+    )
     hits = []
     for hit in ranked:
         row = rows.get(str(hit.version))
@@ -288,10 +290,10 @@ def _found(
 
 
 def _active_versions(
-    scope_id: str, cited: list[tuple[str, str]]
+    scope_id: str, entry_ids: list[str], version_ids: list[str]
 ) -> dict[str, tuple[int, str, str, str]]:
-    """For the hits' versions (``cited``: each hit's entry id and version id) that an
-    open active manifest row makes current:
+    """For the hits' versions (``entry_ids`` and ``version_ids``, one of each per hit)
+    that an open active manifest row makes current:
     ``entry_version_id -> (valid_from, entry_id, entry_version_id, text)`` of that row and
     its version, in one query.
 
@@ -301,8 +303,6 @@ def _active_versions(
     quote = connection.ops.quote_name
     manifest = quote(MemoryManifestRow._meta.db_table)
     versions = quote(MemoryEntryVersion._meta.db_table)
-    entry_ids = [entry_id for entry_id, _ in cited]
-    version_ids = [version_id for _, version_id in cited]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT m.valid_from, v.entry_id, v.entry_version_id, v.text "  # noqa: S608 - names and placeholders only

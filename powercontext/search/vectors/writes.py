@@ -98,7 +98,7 @@ def writing(
         if before is not None and record.recorded(index) is not None:
             vector_engine().delete(index, [before[0]])
         return
-    # The row just read is the one write_cited would read again.
+    # The row just read: write_cited would read it again.
     _write_row(index, embedded, scope_id, cited_id, after, document)
 
 
@@ -114,8 +114,6 @@ def write_cited(
     caller's transaction has just left it (nothing when it has no such row: a retired
     entry, whose vector went with its row). Its document is ``document``, by default the
     one text ``embedded`` holds."""
-    if record.recorded(index) is None:
-        return  # no vector index (yet): not even the row is read
     found = row_of(index, scope_id, cited_id)
     if found is not None:
         _write_row(index, embedded, scope_id, cited_id, found, document)
