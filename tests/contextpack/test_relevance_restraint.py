@@ -347,3 +347,52 @@ def test_a_pack_answers_a_segment_whose_every_word_an_entry_holds():
     # One word is not a segment's worth of evidence ("go on": "go").
     one = relevance.Evidence("a", True, 0.22, 1.0, frozenset({"go"}), True, held=1)
     assert _judge([one]) == [relevance.Verdict.NOTHING_ANSWERS]
+
+
+def _holding_common_name(key, similarity, *, subjects=(), readable=True):
+    # Found by its words: it holds "terraform", a name most of the scope's entries hold.
+    return relevance.Evidence(
+        key=key,
+        lexical=True,
+        similarity=similarity,
+        coverage=0.2,
+        terms=frozenset({"terraform", *subjects}),
+        readable=readable,
+        subjects=frozenset(subjects),
+        held=1 + len(subjects),
+    )
+
+
+def _judge_common_name(candidates, *, single=True, pack=True):
+    facts = relevance.QueryFacts(
+        common=frozenset({"terraform"}),
+        single_segment=single,
+        readable=True,
+        subjects=frozenset({"expressions", "try"}),
+        pack=pack,
+    )
+    return [judgement.verdict for judgement in relevance.judge(candidates, facts)]
+
+
+def test_a_name_most_entries_hold_admits_only_the_entries_near_the_best():
+    # "How does try() differ from can() in Terraform expressions?" in a Terraform estate:
+    # every note naming Terraform used to be admitted as anchored.
+    spread = numbers.COMMON_ANCHOR_SPREAD
+    best = _evidence("answer", 0.5)
+    near = _holding_common_name("near", 0.5 - spread + 0.01)
+    far = _holding_common_name("far", 0.5 - spread - 0.01)
+    assert _judge_common_name([best, near, far]) == [
+        relevance.Verdict.MEANING,
+        relevance.Verdict.ANCHORED,
+        relevance.Verdict.WEAK_WORDS,  # judged on its other evidence: a word or two
+    ]
+    # One that also holds another subject of the question still speaks to it.
+    also = _holding_common_name("also", 0.5 - spread - 0.01, subjects={"expressions"})
+    assert _judge_common_name([best, also])[1] is relevance.Verdict.ANCHORED
+    # In a script the model cannot read, the cosine says nothing: the name still counts.
+    unread = _holding_common_name("unread", 0.5 - spread - 0.01, readable=False)
+    assert _judge_common_name([best, unread])[1] is relevance.Verdict.ANCHORED
+    # A long prompt's best candidate is whichever echoes its instructions; and a search
+    # keeps what its words found.
+    assert _judge_common_name([best, far], single=False)[1] is relevance.Verdict.ANCHORED
+    assert _judge_common_name([best, far], pack=False)[1] is relevance.Verdict.ANCHORED
