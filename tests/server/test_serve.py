@@ -125,6 +125,72 @@ def test_command_serves_public_address_when_a_token_is_set(settings, monkeypatch
     assert "PowerContext serving on http://0.0.0.0:8123/ (data: " in out.getvalue()
 
 
+class _ReadyServer:
+    """A stand-in server that only says it is ready (tests never listen beyond the
+    test's own needs), and then lets the model's load end."""
+
+    after_ready = staticmethod(lambda: None)
+
+    def __init__(self, application, *, host, port, threads, **adjustments):
+        self.url = format_url(host, 8123)
+
+    def run(self, *, grace, ready):
+        ready()
+        _ReadyServer.after_ready()
+
+
+def _serve_with_a_model_load(monkeypatch, load):
+    from server import background
+
+    monkeypatch.setattr(background.hybrid, "can_embed", load)
+    monkeypatch.setattr(serve_command, "Server", _ReadyServer)
+    monkeypatch.setattr(serve_command.startup, "ensure_indexes", lambda: None)
+    out = io.StringIO()
+    call_command("serve", port=0, no_vector_catch_up=True, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_serve_says_it_serves_once_the_model_is_loaded(monkeypatch):
+    # A prompt sent the moment serve says so is then not held up by the model's load.
+    events = []
+
+    def load():
+        time.sleep(0.3)
+        events.append("loaded")
+        return True
+
+    monkeypatch.setattr(_ReadyServer, "after_ready", staticmethod(lambda: events.append("ready")))
+    out = _serve_with_a_model_load(monkeypatch, load)
+    assert events == ["loaded", "ready"]
+    assert "PowerContext serving on" in out
+
+
+@pytest.mark.django_db
+def test_serve_says_it_serves_after_a_bounded_wait_when_the_load_is_slow(monkeypatch):
+    from server import background
+
+    monkeypatch.setattr(background, "MODEL_WAIT_SECONDS", 0.2)
+    release = threading.Event()
+    events = []
+
+    def load():
+        release.wait(10)
+        events.append("loaded")
+        return True
+
+    def after_ready():
+        events.append("ready")
+        release.set()  # the load ends only now: serve did not wait for it
+
+    monkeypatch.setattr(_ReadyServer, "after_ready", staticmethod(after_ready))
+    started = time.monotonic()
+    out = _serve_with_a_model_load(monkeypatch, load)
+    assert events == ["ready", "loaded"]
+    assert time.monotonic() - started < 5
+    assert "PowerContext serving on" in out
+
+
 def test_server_stops_when_asked_and_waitress_log_lines_do_not_name_the_request(caplog):
     def app(environ, start_response):
         start_response("204 No Content", [])

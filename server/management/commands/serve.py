@@ -125,6 +125,8 @@ class Command(BaseCommand):
 
                 def ready() -> None:
                     nonlocal recorded
+                    # Listening already: a request sent now waits in the backlog.
+                    background.wait_for_model()
                     recorded = server_record_write(
                         home=Path(settings.POWERCONTEXT_HOME), url=server.url
                     )
