@@ -126,8 +126,8 @@ def test_command_serves_public_address_when_a_token_is_set(settings, monkeypatch
 
 
 class _ReadyServer:
-    """A stand-in server that only says it is ready (tests never listen beyond the
-    test's own needs), and then lets the model's load end."""
+    """A stand-in for the waitress server (nothing listens): it says it is ready, then
+    runs the test's ``after_ready``."""
 
     after_ready = staticmethod(lambda: None)
 
