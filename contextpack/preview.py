@@ -17,6 +17,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -180,7 +181,7 @@ def _link(hit: HitExplanation) -> str | None:
     if hit.family != "memory" or not hit.citation["entry_version_id"]:
         return None
     return reverse(
-        "admin:memory_memoryentryversion_change", args=[hit.citation["entry_version_id"]]
+        "admin:memory_memoryentryversion_change", args=[quote(hit.citation["entry_version_id"])]
     )
 
 

@@ -13,6 +13,7 @@ The kernel's records are read through ``powercontext.selectors``.
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -42,7 +43,7 @@ SUPERSEDED = "superseded"
 
 
 def entry_version_link(entry_version_id: str, label: str | None = None):
-    url = reverse("admin:memory_memoryentryversion_change", args=[entry_version_id])
+    url = reverse("admin:memory_memoryentryversion_change", args=[quote(entry_version_id)])
     return format_html('<a href="{}">{}</a>', url, reveal(label or entry_version_id))
 
 
@@ -241,7 +242,7 @@ def _revision_link(scope_id: str, revision: int):
     )
     if found is None:
         return str(revision)
-    url = reverse("admin:powercontext_artifactrevision_change", args=[found.record_id])
+    url = reverse("admin:powercontext_artifactrevision_change", args=[quote(found.record_id)])
     return format_html('<a href="{}">{}</a>', url, revision)
 
 

@@ -3,6 +3,7 @@ entry's current version, and only then does it open every session; staff who may
 look cannot mark; who and when are kept."""
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
@@ -58,7 +59,7 @@ def test_a_reviewer_marks_an_entry_for_session_start_on_the_desk(api, remember):
     mark = SessionStartMark.objects.get()
     assert (mark.entry_version_id, mark.marked_by, mark.scope_id) == (version.pk, "rita", SCOPE)
     assert "make check" in session_texts(api)
-    page = reviewer.get(f"{CHANGELIST}{version.pk}/change/")
+    page = reviewer.get(f"{CHANGELIST}{quote(version.pk)}/change/")
     assert b"marked by rita" in page.content
 
     done = act(reviewer, "unmark_for_session_start", [version])
