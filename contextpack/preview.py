@@ -17,15 +17,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
-from django.urls import reverse
 
 from contextpack import builder
 from contextpack.application import explain_context
 from contextpack.explanation import HitExplanation, PackExplanation, TermExplanation
 from contextpack.serializers import PrepareContextInput
+from powercontext.desk import change_url
 from powercontext.exceptions import PowerContextError
 from powercontext.scope_warnings import scope_warning
 from powercontext.search import policy
@@ -180,9 +179,7 @@ def _revision(hit: HitExplanation) -> int:
 def _link(hit: HitExplanation) -> str | None:
     if hit.family != "memory" or not hit.citation["entry_version_id"]:
         return None
-    return reverse(
-        "admin:memory_memoryentryversion_change", args=[quote(hit.citation["entry_version_id"])]
-    )
+    return change_url("admin:memory_memoryentryversion_change", hit.citation["entry_version_id"])
 
 
 def _reason(hit: HitExplanation, explanation: PackExplanation) -> str:

@@ -17,13 +17,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import path
 from django.utils.html import format_html, format_html_join
 from rest_framework import serializers
 
@@ -37,7 +37,15 @@ from experience.serializers import (
 )
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
 from memory.selectors import memory_revision_cited
-from powercontext.desk import DESK_CSS, DefaultedFilter, ReadOnlyAdmin, ScopeFilter, human_datetime
+from powercontext.desk import (
+    DESK_CSS,
+    DefaultedFilter,
+    ReadOnlyAdmin,
+    ScopeFilter,
+    admin_link,
+    change_url,
+    human_datetime,
+)
 from powercontext.exceptions import PowerContextError
 from powercontext.selectors import (
     artifact_revision_get,
@@ -333,7 +341,7 @@ class CandidateAdmin(admin.ModelAdmin):
             "history": candidate.versions.order_by("-version"),
             "can_decide": reviewers.can_review(request.user)
             and candidate.status == CandidateStatus.PENDING,
-            "detail_url": reverse("admin:experience_candidate_change", args=[quote(candidate.pk)]),
+            "detail_url": change_url("admin:experience_candidate_change", candidate.pk),
             "marker_help": MARKER_HELP,
             **extra,
         }
@@ -355,9 +363,7 @@ class CandidateAdmin(admin.ModelAdmin):
         return candidate
 
     def _back(self, candidate: Candidate):
-        return HttpResponseRedirect(
-            reverse("admin:experience_candidate_change", args=[quote(candidate.pk)])
-        )
+        return HttpResponseRedirect(change_url("admin:experience_candidate_change", candidate.pk))
 
     def _done(self, request, candidate: Candidate, call, success: str):
         """Run one service call; report its domain error as a message, never a 500."""
@@ -471,10 +477,6 @@ def _refs(stored: str) -> list[dict]:
     return json.loads(stored)
 
 
-def _admin_link(viewname: str, pk: Any, label: str):
-    return format_html('<a href="{}">{}</a>', reverse(viewname, args=[quote(pk)]), reveal(label))
-
-
 def _source_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
     label = f"{ref['name']}:{ref['source_id']}"
     source = source_get(scope_id=scope_id, name=ref["name"], source_id=ref["source_id"])
@@ -482,7 +484,7 @@ def _source_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
         return {"label": reveal(label), "link": None, "preview": "not captured in this scope"}
     return {
         "label": reveal(label),
-        "link": _admin_link("admin:powercontext_sourcerecord_change", source.record_id, label),
+        "link": admin_link("admin:powercontext_sourcerecord_change", source.record_id, label),
         "preview": excerpt(source.content, 400),
         "captured": human_datetime(source.captured_at),
     }
@@ -510,12 +512,10 @@ def _artifact_evidence(scope_id: str, ref: dict) -> dict[str, Any]:
         cited = memory_revision_cited(scope_id=scope_id, revision=ref["revision"])
     return {
         "label": reveal(label),
-        "link": _admin_link(
-            "admin:powercontext_artifactrevision_change", revision.record_id, label
-        ),
+        "link": admin_link("admin:powercontext_artifactrevision_change", revision.record_id, label),
         "entries": [
             {
-                "link": _admin_link(
+                "link": admin_link(
                     "admin:memory_memoryentryversion_change",
                     entry.entry_version_id,
                     f"{entry.entry_id} v{entry.version}",
@@ -540,7 +540,7 @@ def _experience_link(scope_id: str, artifact_id: str | None, revision: int | Non
     label = f"{EXPERIENCE_FAMILY}/{artifact_id}@{revision}"
     if head is None:
         return reveal(label)
-    return _admin_link("admin:experience_experience_change", head.pk, label)
+    return admin_link("admin:experience_experience_change", head.pk, label)
 
 
 # -- approved Experience ---------------------------------------------------------------
@@ -594,7 +594,7 @@ class ExperienceAdmin(ReadOnlyAdmin):
                     "approved by {} on {} from {}",
                     approval.decided_by_username,
                     human_datetime(approval.decided_at),
-                    _admin_link("admin:experience_candidate_change", approval.pk, approval.pk),
+                    admin_link("admin:experience_candidate_change", approval.pk, approval.pk),
                 )
                 if approval
                 else "no approving candidate"
@@ -602,7 +602,7 @@ class ExperienceAdmin(ReadOnlyAdmin):
             parts.append(
                 (
                     revision.revision,
-                    _admin_link(
+                    admin_link(
                         "admin:powercontext_artifactrevision_change", revision.record_id, "record"
                     ),
                     who,

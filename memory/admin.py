@@ -13,9 +13,7 @@ The kernel's records are read through ``powercontext.selectors``.
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
 from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
-from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from memory.models import (
@@ -33,6 +31,7 @@ from powercontext.desk import (
     ReadOnlyAdmin,
     RevisionChanges,
     ScopeFilter,
+    admin_link,
     human_datetime,
     revision_changes_register,
 )
@@ -43,8 +42,9 @@ SUPERSEDED = "superseded"
 
 
 def entry_version_link(entry_version_id: str, label: str | None = None):
-    url = reverse("admin:memory_memoryentryversion_change", args=[quote(entry_version_id)])
-    return format_html('<a href="{}">{}</a>', url, reveal(label or entry_version_id))
+    return admin_link(
+        "admin:memory_memoryentryversion_change", entry_version_id, label or entry_version_id
+    )
 
 
 def _state_badge(label: str):
@@ -242,8 +242,7 @@ def _revision_link(scope_id: str, revision: int):
     )
     if found is None:
         return str(revision)
-    url = reverse("admin:powercontext_artifactrevision_change", args=[quote(found.record_id)])
-    return format_html('<a href="{}">{}</a>', url, revision)
+    return admin_link("admin:powercontext_artifactrevision_change", found.record_id, str(revision))
 
 
 @admin.register(MemoryManifestRow)

@@ -12,6 +12,7 @@ from django.urls import resolve
 
 from contextpack.preview import _link
 from memory.admin import entry_version_link
+from powercontext.desk import change_url
 
 IDS = ["mem_ver_22ab" + "0" * 28, "mem_ver_40cd" + "0" * 28, "mem_ver_" + "f" * 32]
 
@@ -30,3 +31,10 @@ def test_an_entry_version_link_opens_that_version(version_id):
 def test_the_pack_previews_link_opens_that_version(version_id):
     hit = SimpleNamespace(family="memory", citation={"entry_version_id": version_id})
     assert _object_id(_link(hit)) == version_id
+
+
+@pytest.mark.parametrize("candidate_id", ["cand_22" + "0" * 30, "cand_" + "f" * 32])
+def test_every_desk_link_quotes_its_key(candidate_id):
+    # The one helper the desks build their links with (an Experience candidate's page here).
+    href = change_url("admin:experience_candidate_change", candidate_id)
+    assert _object_id(href) == candidate_id
