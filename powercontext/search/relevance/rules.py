@@ -107,8 +107,8 @@ def _verdict(
         and candidate.spread >= numbers.WORD_LIST_SPREAD
     ):
         return Verdict.WORD_LIST
-    held = candidate.anchor_terms_held & facts.known
-    if held and not _far_behind_a_common_name(candidate, held, facts, best):
+    names = candidate.anchor_terms_held & facts.known
+    if names and not _far_behind_a_common_name(candidate, names, facts, best):
         return Verdict.ANCHORED
     if candidate.lexical and not pack:
         return Verdict.WORDS_KEPT
@@ -145,16 +145,16 @@ def _verdict(
 
 
 def _far_behind_a_common_name(
-    candidate: Evidence, held: frozenset[str], facts: QueryFacts, best: float | None
+    candidate: Evidence, names: frozenset[str], facts: QueryFacts, best: float | None
 ) -> bool:
-    """Whether ``candidate``, which holds the query's anchors ``held``, holds only names
+    """Whether ``candidate``, which holds the query's anchor terms ``names``, holds only names
     most of the scope's entries hold, no other subject of the query, and is far in meaning
     from the best candidate: it speaks of the project's common subject ("Terraform" in a
     Terraform estate), not of what a one-sentence prompt asks, and is judged on its other
     evidence (a pack's only; see COMMON_ANCHOR_SPREAD)."""
     if not facts.pack or not facts.single_segment or facts.anchors_only:
         return False  # a search keeps its matches; a long prompt's best is boilerplate's
-    if held & facts.picking or candidate.subjects - held:
+    if names & facts.picking or candidate.subjects - names:
         return False
     if not (facts.readable and candidate.readable):
         return False  # the cosine is no evidence in a script the model cannot read
