@@ -349,6 +349,24 @@ def test_a_pack_answers_a_segment_whose_every_word_an_entry_holds():
     assert _judge([one]) == [relevance.Verdict.NOTHING_ANSWERS]
 
 
+def test_a_name_that_picks_entries_out_answers_with_some_meaning_behind_it():
+    # "How do I regenerate the Swift bindings for the iOS app?" in a project with no iOS
+    # app: "iOS" matched the notes naming Fly.io, far in meaning (0.13).
+    far = _evidence("fly", 0.13, lexical=True, coverage=0.4, terms={"io"})
+    assert _judge([far], known={"io"}) == [relevance.Verdict.NOTHING_ANSWERS]
+    # As near as any other evidence must be, it answers.
+    near = _evidence("ios", 0.3, lexical=True, coverage=0.4, terms={"io"})
+    assert _judge([near], known={"io"}) == [relevance.Verdict.ANCHORED]
+    # The name asked alone is what the prompt asks for.
+    assert _judge([far], known={"io"}, anchors_only=True) == [relevance.Verdict.ANCHORED]
+    # Where the cosine says nothing (no vector yet, a script the model cannot read), the
+    # name is the evidence.
+    unmeasured = _evidence("new", None, lexical=True, coverage=0.4, terms={"io"})
+    assert _judge([unmeasured], known={"io"}) == [relevance.Verdict.ANCHORED]
+    unread = _evidence("cjk", 0.13, lexical=True, coverage=0.4, terms={"io"}, readable=False)
+    assert _judge([unread], known={"io"}) == [relevance.Verdict.ANCHORED]
+
+
 def _holding_common_name(key, similarity, *, subjects=(), readable=True):
     # Found by its words: it holds "terraform", a name most of the scope's entries hold.
     return relevance.Evidence(

@@ -168,9 +168,20 @@ def _answers(candidate: Evidence, verdict: Verdict, facts: QueryFacts) -> bool:
     """Whether ``candidate``, given ``verdict``, is strong evidence that the scope answers."""
     if verdict not in ADMITTED:
         return False
-    if verdict is Verdict.ANCHORED and candidate.anchor_terms_held & facts.picking:
-        return True
     similarity = candidate.similarity
+    # A name that picks entries out shows that the scope answers when it is all the prompt
+    # asks, or where the cosine can say nothing (no vector yet, a script the model cannot
+    # read). Otherwise the entry holding it must also come as near as any other evidence
+    # must: "How do I regenerate the Swift bindings for the iOS app?" found the notes
+    # naming Fly.io (cosine 0.13) in a project with no iOS app.
+    if (
+        verdict is Verdict.ANCHORED
+        and candidate.anchor_terms_held & facts.picking
+        and (
+            facts.anchors_only or similarity is None or not (facts.readable and candidate.readable)
+        )
+    ):
+        return True
     if similarity is None:
         return candidate.lexical  # the channel had nothing to say: the words decide
     if not (facts.readable and candidate.readable):
