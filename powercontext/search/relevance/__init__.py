@@ -39,8 +39,10 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   found is admitted when they cover a good share of the segment it matches, with some
   meaning behind them, or when it is near in meaning anyway.
 - **Something must answer** (packs only). A pack is empty unless some admitted candidate
-  has strong evidence: an anchor it holds, a strong similarity, or most of a segment's
-  words with meaning behind them.
+  has strong evidence: a strong similarity, or most of a segment's words with meaning
+  behind them. An anchor that picks entries out is such evidence on its own only when it
+  is all the query asks or the cosine cannot tell (no vector yet, a script the model
+  cannot read): a name is not always the name the prompt means.
 - **An answer speaks to what the prompt asks** (packs only). A candidate holding no anchor
   of the prompt whose focus (``focus``: how much of a prompt segment
   it speaks to, token by token) is far under the best candidate's is on the prompt's
