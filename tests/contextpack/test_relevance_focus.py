@@ -206,6 +206,23 @@ def test_matches_split_one_product_by_segment():
     assert [list(tokens) for tokens in focus.matches([unit[[0, 1]]], nothing)] == [[0.0, 0.0]]
 
 
+def test_matches_of_a_window_are_each_candidates_own():
+    # One product for the whole window, each candidate's columns reduced on their own: an
+    # empty candidate between others, and one of a single row, keep their places.
+    rng = np.random.default_rng(7)
+    segments = [rng.standard_normal((n, 8)).astype(np.float32) for n in (4, 1, 6)]
+    sizes = (3, 0, 5, 1, 0)
+    candidates = [rng.standard_normal((n, 8)).astype(np.float32) for n in sizes]
+    rows = np.concatenate(segments)
+    found = focus.matches_all(segments, candidates)
+    assert len(found) == len(candidates)
+    for candidate, tokens in zip(candidates, found, strict=True):
+        alone = (rows @ candidate.T).max(axis=1) if len(candidate) else np.zeros(len(rows))
+        assert [len(t) for t in tokens] == [4, 1, 6]
+        assert np.concatenate(tokens) == pytest.approx(alone, abs=1e-5)
+    assert focus.matches_all([], candidates) == [[]] * len(candidates)
+
+
 def test_function_words_are_not_content():
     from powercontext.embedding import TokenStates
 

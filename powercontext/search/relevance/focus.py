@@ -28,19 +28,28 @@ from powercontext.search.relevance.rules import Verdict
 def matches(segments: Sequence[Any], candidate: Any) -> list[Any]:
     """For each of a prompt's segments, given as their content rows (``token_states.rows_for``),
     the best cosine of each of its tokens to the ``candidate``'s content rows (zeros when
-    the candidate has none). Their mean is the candidate's focus on the segment. One
-    product for all the segments: a long prompt has twenty."""
-    import numpy
+    the candidate has none). Their mean is the candidate's focus on the segment."""
+    return matches_all(segments, [candidate])[0]
 
+
+def matches_all(segments: Sequence[Any], candidates: Sequence[Any]) -> list[list[Any]]:
+    """:func:`matches` for each of ``candidates``, by one product of every segment's rows
+    with every candidate's: a long prompt's thousand rows against a window of sixteen
+    candidates cost 9 ms as sixteen products, 5 ms as one (one BLAS thread)."""
     if not segments:
-        return []
-    rows = numpy.concatenate(list(segments))
-    if not len(candidate) or not len(rows):
-        best = numpy.zeros(len(rows), dtype=numpy.float32)
-    else:
-        best = (rows @ candidate.T).max(axis=1)
-    ends = numpy.cumsum([len(segment) for segment in segments])[:-1]
-    return list(numpy.split(best, ends))
+        return [[] for _ in candidates]
+    rows = np.concatenate(list(segments))
+    ends = np.cumsum([len(segment) for segment in segments])[:-1]
+    sized = [candidate for candidate in candidates if len(candidate)]
+    if len(rows) and sized:
+        starts = np.cumsum([0, *(len(candidate) for candidate in sized[:-1])])
+        # Each candidate's columns reduced to their best, then one row per candidate.
+        found = iter(np.maximum.reduceat(rows @ np.concatenate(sized).T, starts, axis=1).T)
+    nothing = np.zeros(len(rows), dtype=np.float32)
+    return [
+        list(np.split(next(found) if len(rows) and len(candidate) else nothing, ends))
+        for candidate in candidates
+    ]
 
 
 @dataclass(frozen=True)
@@ -148,10 +157,7 @@ def leave_off_focus(
     if rows is None:
         return considered
     segments = rows[: len(segment_texts)]
-    matched = {
-        key: matches(segments, found)
-        for key, found in zip(keys, rows[len(segment_texts) :], strict=True)
-    }
+    matched = dict(zip(keys, matches_all(segments, rows[len(segment_texts) :]), strict=True))
     spared = [
         (item.ranked.hit.cited_id, item.verdict is Verdict.ANCHORED or _nearest(item))
         for item in admitted
