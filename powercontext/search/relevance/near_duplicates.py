@@ -75,12 +75,15 @@ def leave_near_duplicates(
     left room for."""
     admitted = [item.ranked.hit for item in considered if item.admitted]
     keys = [hit.cited_id for hit in admitted]
-    numbered = {hit.cited_id: numbered_terms(hit.searchable_text) for hit in admitted}
+    texts = {hit.cited_id: hit.searchable_text for hit in admitted}
+    numbered: dict[str, frozenset[str]] = {}
     stored: dict[str, Any] = {}
     found: dict[str, str] = {}
     checked = 0
     while checked < len(keys) and checked - len(found) < limit:
         batch = keys[checked : checked + limit - (checked - len(found))]
+        # Only the candidates that can reach the limit are read, by vector and by text.
+        numbered |= {key: numbered_terms(texts[key]) for key in batch}
         stored |= vectors.stored_vectors(index, scope_id=scope_id, cited_ids=batch)
         checked += len(batch)
         found = duplicates(keys[:checked], stored, numbered)
