@@ -1,0 +1,212 @@
+"""Prepare in this checkout against another checkout, side by side, call by call: what a
+change costs a pack, by the kind of prompt (the relevance decision against the tree before
+it: a wrapped 8 KB prompt's prepare should cost no more than it did there).
+
+    git worktree add /tmp/before ed3abd7
+    (cd /tmp/before && python3 -m venv .venv && .venv/bin/pip install -r requirements.txt)
+    .venv/bin/python bench/prepare_versus.py --before /tmp/before \\
+        --files '<dev>/coding-memory-dev/*.json'
+    .venv/bin/python bench/prepare_versus.py --files F --ci   # against itself, 5 prompts
+
+Each checkout is served as a user serves it (``manage.py serve``, its own virtual
+environment: ``--before-python``, by default ``<before>/.venv/bin/python``) in a fresh
+POWERCONTEXT_HOME. Every entry of each project file (``codingmemory.py``'s form) is
+remembered into a scope of its own on both; then each prompt is asked once of each server
+(``POST /v1/context/prepare``, max_bytes 8000), the order swapped every call so neither
+always goes first on a warm CPU, and never twice: a server may answer a prompt it has seen
+from its caches, and a hook rarely sends the same prompt again. The prompts, by kind:
+
+- **short**: the projects' one-line prompts (under 300 characters);
+- **wrapped**: their ``boilerplate`` prompts (a question inside logs, diffs, instructions);
+- **wrapped 8 KB**: each wrapped prompt followed by the project's next ones, cut at 8,000
+  bytes (a long pasted context).
+
+A few prompts that are not measured warm each server first (its model loaded, its
+statements prepared). Prints one table: p50 of each kind on both and the ratio (this
+checkout / the other: under 1 is faster). Both sides come from the same run, so a loaded
+machine inflates both; the ratios are what to compare across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.versus_reference import free_port  # noqa: E402
+
+START_TIMEOUT = 180
+LONG_BYTES = 8000
+SHORT_CHARS = 300
+WARM_PROMPTS = 3
+
+
+def serve(root: Path, python: str, home: Path) -> subprocess.Popen:
+    """``manage.py serve`` of the checkout ``root`` on a free port, in ``home``."""
+    env = {**os.environ, "POWERCONTEXT_HOME": str(home)}
+    env.pop("POWERCONTEXT_DATABASE_URL", None)  # SQLite in ``home``, as a user serves it
+    log = open(home / "server.log", "w")  # the child keeps its own copy
+    with log:
+        return subprocess.Popen(
+            [python, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(free_port())],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def port_of(process: subprocess.Popen) -> int:
+    return int(process.args[process.args.index("--port") + 1])  # type: ignore[union-attr]
+
+
+def wait_live(process: subprocess.Popen, home: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server exited ({process.returncode}): see {home}/server.log")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port_of(process)}/health/live", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"the server did not answer in {START_TIMEOUT} s: see {home}/server.log")
+
+
+@contextmanager
+def served(root: Path, python: str) -> Iterator[int]:
+    """The port of ``root``'s server, live; stopped on exit."""
+    with tempfile.TemporaryDirectory(prefix="prepare-versus-") as home:
+        process = serve(root, python, Path(home))
+        try:
+            wait_live(process, Path(home))
+            yield port_of(process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def post(port: int, path: str, body: dict) -> float:
+    """Milliseconds to answer ``body``; fails on anything but 2xx."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=120) as response:
+        response.read()
+    return (time.perf_counter() - started) * 1000
+
+
+def prompts_of(project: dict, scope: str, limit: int | None) -> dict[str, list[tuple[str, str]]]:
+    """The project's prompts by kind (the module's docstring), ``limit`` of each."""
+    asked = [prompt["prompt"] for prompt in project["prompts"]]
+    wrapped = [p["prompt"] for p in project["prompts"] if p.get("type") == "boilerplate"]
+    long = []
+    for at, prompt in enumerate(wrapped):
+        text, following = prompt, at
+        while len(text.encode()) < LONG_BYTES and len(wrapped) > 1:
+            following = (following + 1) % len(wrapped)
+            text += "\n\n" + wrapped[following]
+        long.append(text.encode()[:LONG_BYTES].decode("utf-8", "ignore"))
+    kinds = {
+        "short": [p for p in asked if "\n" not in p and len(p) < SHORT_CHARS],
+        "wrapped": wrapped,
+        "wrapped 8 KB": long,
+    }
+    return {kind: [(scope, p) for p in found[:limit]] for kind, found in kinds.items()}
+
+
+def measure(args: argparse.Namespace, ports: dict[str, int]) -> dict[str, dict[str, list[float]]]:
+    kinds: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(glob.glob(args.files)):
+        project = json.loads(Path(path).read_text(encoding="utf-8"))
+        scope = f"versus-{project['project']}"
+        for entry in project["entries"]:
+            body = {"scope_id": scope, "kind": entry["kind"], "text": entry["text"]}
+            for port in ports.values():
+                post(port, "/v1/memory/remember", body)
+        for kind, found in prompts_of(project, scope, args.limit).items():
+            kinds.setdefault(kind, []).extend(found)
+    if not kinds:
+        raise SystemExit(f"--files {args.files}: no project")
+    # Warm each server on prompts of its own making, the words of some backwards: they
+    # share no sentence (a segment's embedding is kept) with a prompt measured after.
+    for scope, prompt in [*kinds["short"][:WARM_PROMPTS], *kinds["wrapped"][:WARM_PROMPTS]]:
+        backwards = " ".join(reversed(prompt.split()))
+        for port in ports.values():
+            post(port, "/v1/context/prepare", {"scope_id": scope, "query": backwards})
+    times: dict[str, dict[str, list[float]]] = {}
+    for kind, found in kinds.items():
+        times[kind] = {side: [] for side in ports}
+        for at, (scope, prompt) in enumerate(found):
+            body = {"scope_id": scope, "query": prompt, "max_bytes": 8000}
+            for side in list(ports) if at % 2 == 0 else reversed(list(ports)):
+                times[kind][side].append(post(ports[side], "/v1/context/prepare", body))
+    return times
+
+
+def render(args: argparse.Namespace, times: dict[str, dict[str, list[float]]]) -> str:
+    lines = [
+        f"# prepare p50, {args.before_label} against this checkout, alternating; "
+        "each prompt asked once of each",
+        "",
+        f"| prompts | n | {args.before_label} | this checkout | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for kind, sides in times.items():
+        if not sides["before"]:
+            lines.append(f"| {kind} | 0 | - | - | - |")
+            continue
+        before, after = (statistics.median(sides[side]) for side in ("before", "after"))
+        lines.append(
+            f"| {kind} | {len(sides['before'])} | {before:.1f} ms | {after:.1f} ms "
+            f"| {after / before:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", type=Path, help="the other checkout (default: this one)")
+    parser.add_argument("--before-python", help="its Python (default: <before>/.venv/bin/python)")
+    parser.add_argument("--files", required=True, help="coding-memory project files (a glob)")
+    parser.add_argument("--limit", type=int, help="prompts of each kind per project")
+    parser.add_argument("--ci", action="store_true", help="against itself, 5 prompts a kind")
+    args = parser.parse_args(argv)
+    if args.ci:
+        args.limit = args.limit or 5
+    before = (args.before or ROOT).resolve()
+    python = args.before_python or str(before / ".venv" / "bin" / "python")
+    if not Path(python).exists():
+        python = sys.executable
+    args.before_label = "this checkout again" if before == ROOT else str(before)
+    with ExitStack() as stack:
+        ports = {
+            "before": stack.enter_context(served(before, python)),
+            "after": stack.enter_context(served(ROOT, sys.executable)),
+        }
+        print(render(args, measure(args, ports)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

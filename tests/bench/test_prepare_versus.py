@@ -1,0 +1,37 @@
+"""bench/prepare_versus.py runs in CI with this checkout on both sides, on a tiny project
+made here (the development data is not in the repository): only that both servers answer
+every kind of prompt and the one table is printed is checked, its figures being
+measurements."""
+
+import json
+
+import pytest
+
+from tests.bench.runner import run_bench
+from tests.conftest import sqlite_only
+
+WRAPPED = "Please check the notes first.\nWhich VPN profile does staging use?\nThen run the tests."
+PROJECT = {
+    "project": "tiny",
+    "entries": [
+        {"id": "e1", "kind": "command", "text": "Run the test suite with `make test`."},
+        {"id": "e2", "kind": "gotcha", "text": "The staging VPN profile is named orca."},
+    ],
+    "prompts": [
+        {"id": "p1", "prompt": "How do I run the tests?", "relevant": ["e1"], "type": "direct"},
+        {"id": "p2", "prompt": WRAPPED, "relevant": ["e2"], "type": "boilerplate"},
+        {"id": "p3", "prompt": WRAPPED.upper(), "relevant": ["e2"], "type": "boilerplate"},
+    ],
+}
+
+
+@pytest.mark.slow
+@sqlite_only("the benchmark serves the SQLite deployment; it runs in the SQLite pass")
+def test_prepare_versus_ci_configuration_prints_each_kind_with_a_ratio(tmp_path):
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(PROJECT), encoding="utf-8")
+    out = run_bench("prepare_versus.py", "--files", str(data))
+    assert "| prompts | n | this checkout again | this checkout | ratio |" in out
+    for row in ("| short | 1 |", "| wrapped | 2 |", "| wrapped 8 KB | 2 |"):
+        assert row in out
+    assert out.count("x |") == 3  # a ratio on every row
