@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.served import die_with_parent, stop  # noqa: E402
 from bench.versus_reference import free_port  # noqa: E402
 
 START_TIMEOUT = 180
@@ -66,6 +67,7 @@ def serve(root: Path, python: str, home: Path) -> subprocess.Popen:
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,  # no server outlives a killed benchmark
         )
 
 
@@ -95,12 +97,7 @@ def served(root: Path, python: str) -> Iterator[int]:
             wait_live(process, Path(home))
             yield port_of(process)
         finally:
-            process.terminate()
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 def post(port: int, path: str, body: dict) -> float:

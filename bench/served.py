@@ -61,6 +61,17 @@ def die_with_parent() -> None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def stop(process: subprocess.Popen, timeout: float = 60.0) -> None:
+    """SIGTERM ``process`` (a server drains), SIGKILL when it takes longer than ``timeout``."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 PACK_BEGIN = "BEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1"
 PACK_END = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 
@@ -458,12 +469,7 @@ class ServerProcess:
         """SIGTERM (graceful drain), SIGKILL if it takes longer than ``timeout``."""
         if self.process is None:
             return None
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop(self.process, timeout)
         return self.process.returncode
 
     def __enter__(self) -> ServerProcess:

@@ -137,12 +137,7 @@ def reference_server(args: argparse.Namespace, home: Path) -> Iterator[tuple[str
         wait_live(port, process, log)
         yield f"http://127.0.0.1:{port}", process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        served.stop(process, 30)
 
 
 def rss_mib(pid: int | None) -> float | None:
