@@ -58,7 +58,9 @@ WARM_PROMPTS = 3
 def serve(root: Path, python: str, home: Path) -> subprocess.Popen:
     """``manage.py serve`` of the checkout ``root`` on a free port, in ``home``."""
     env = {**os.environ, "POWERCONTEXT_HOME": str(home)}
-    env.pop("POWERCONTEXT_DATABASE_URL", None)  # SQLite in ``home``, as a user serves it
+    # SQLite in ``home``, with the checkout's own settings, as a user serves it.
+    env.pop("POWERCONTEXT_DATABASE_URL", None)
+    env.pop("DJANGO_SETTINGS_MODULE", None)
     log = open(home / "server.log", "w")  # the child keeps its own copy
     with log:
         return subprocess.Popen(
