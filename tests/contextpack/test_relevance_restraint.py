@@ -381,9 +381,10 @@ def _holding_common_name(key, similarity, *, subjects=(), readable=True):
     )
 
 
-def _judge_common_name(candidates, *, single=True, pack=True):
+def _judge_common_name(candidates, *, single=True, pack=True, picking=False):
     facts = relevance.QueryFacts(
-        common=frozenset({"terraform"}),
+        common=frozenset() if picking else frozenset({"terraform"}),
+        picking=frozenset({"terraform"}) if picking else frozenset(),
         single_segment=single,
         readable=True,
         subjects=frozenset({"expressions", "try"}),
@@ -395,7 +396,7 @@ def _judge_common_name(candidates, *, single=True, pack=True):
 def test_a_name_most_entries_hold_admits_only_the_entries_near_the_best():
     # "How does try() differ from can() in Terraform expressions?" in a Terraform estate:
     # every note naming Terraform used to be admitted as anchored.
-    spread = numbers.COMMON_ANCHOR_SPREAD
+    spread = numbers.NAME_SPREAD
     best = _evidence("answer", 0.5)
     near = _holding_common_name("near", 0.5 - spread + 0.01)
     far = _holding_common_name("far", 0.5 - spread - 0.01)
@@ -414,3 +415,37 @@ def test_a_name_most_entries_hold_admits_only_the_entries_near_the_best():
     # keeps what its words found.
     assert _judge_common_name([best, far], single=False)[1] is relevance.Verdict.ANCHORED
     assert _judge_common_name([best, far], pack=False)[1] is relevance.Verdict.ANCHORED
+
+
+def test_a_name_few_entries_hold_admits_only_the_entries_near_the_best_too():
+    # "How does Alipay handle partial refunds?" in a payment gateway: every note naming
+    # Alipay was admitted as anchored, however far it was in meaning.
+    spread = numbers.NAME_SPREAD
+    best = _evidence("answer", 0.5)
+    near = _holding_common_name("near", 0.5 - spread + 0.01)
+    far = _holding_common_name("far", 0.5 - spread - 0.01)
+    assert _judge_common_name([best, near, far], picking=True) == [
+        relevance.Verdict.MEANING,
+        relevance.Verdict.ANCHORED,
+        relevance.Verdict.WEAK_WORDS,
+    ]
+    # An identifier names exactly one thing: an entry holding it stays anchored however
+    # far in meaning ("HAR-1101" in a ticket's note).
+    ticket = relevance.Evidence(
+        key="ticket",
+        lexical=True,
+        similarity=0.5 - spread - 0.01,
+        coverage=0.2,
+        terms=frozenset({"har", "1101"}),
+        readable=True,
+        held=2,
+    )
+    facts = relevance.QueryFacts(
+        picking=frozenset({"har", "1101"}),
+        single_segment=True,
+        readable=True,
+        subjects=frozenset({"expressions", "try"}),
+        pack=True,
+    )
+    verdicts = [judgement.verdict for judgement in relevance.judge([best, ticket], facts)]
+    assert verdicts[1] is relevance.Verdict.ANCHORED

@@ -97,13 +97,19 @@ def _is_anchor(word: str, sentence_start: bool) -> bool:
     return word[0].isupper() and not sentence_start
 
 
+def is_identifier_term(term: str) -> bool:
+    """Whether an anchor term is (part of) an identifier: a digit or an underscore in it
+    (``HAR-1101``, ``cancel_at``). It names exactly one thing, however many entries hold it."""
+    return any(char.isdigit() or char == "_" for char in term)
+
+
 def picks_out(term: str, document_frequency: int, documents: int) -> bool:
     """Whether the anchor ``term``, held by ``document_frequency`` of a scope's
     ``documents``, singles entries out. An identifier always does (a ticket number, a
     function's name); a name does while few entries hold it: "Python" in a Python
     project's notes, or a speaker's name in their own chat, does not show that one of
     them answers."""
-    if any(char.isdigit() or char == "_" for char in term):
+    if is_identifier_term(term):
         return True
     return document_frequency <= max(
         numbers.COMMON_ANCHOR_DOCUMENTS, numbers.COMMON_ANCHOR_SHARE * documents

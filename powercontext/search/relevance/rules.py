@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from powercontext.search.relevance import numbers
+from powercontext.search.relevance import anchors, numbers
 from powercontext.search.relevance.evidence import Evidence, QueryFacts
 
 
@@ -108,7 +108,7 @@ def _verdict(
     ):
         return Verdict.WORD_LIST
     names = candidate.anchor_terms_held & facts.known
-    if names and not _far_behind_a_common_name(candidate, names, facts, best):
+    if names and not _far_behind_its_names(candidate, names, facts, best):
         return Verdict.ANCHORED
     if candidate.lexical and not pack:
         return Verdict.WORDS_KEPT
@@ -144,24 +144,24 @@ def _verdict(
     return Verdict.MEANING
 
 
-def _far_behind_a_common_name(
+def _far_behind_its_names(
     candidate: Evidence, names: frozenset[str], facts: QueryFacts, best: float | None
 ) -> bool:
-    """Whether ``candidate``, which holds the query's anchor terms ``names``, holds only names
-    most of the scope's entries hold, no other subject of the query, and is far in meaning
-    from the best candidate: it speaks of the project's common subject ("Terraform" in a
-    Terraform estate), not of what a one-sentence prompt asks, and is judged on its other
-    evidence (a pack's only; see COMMON_ANCHOR_SPREAD)."""
+    """Whether ``candidate``, which holds the query's anchor terms ``names``, holds names
+    only (no identifier), no other subject of the query, and is far in meaning from the
+    best candidate: it speaks of what the query names ("Terraform" in a Terraform estate,
+    "Alipay" in a payment gateway), not of what a one-sentence prompt asks about it, and
+    is judged on its other evidence (a pack's only; see NAME_SPREAD)."""
     if not facts.pack or not facts.single_segment or facts.anchors_only:
         return False  # a search keeps its matches; a long prompt's best is boilerplate's
-    if names & facts.picking or candidate.subjects - names:
-        return False
+    if candidate.subjects - names or any(anchors.is_identifier_term(name) for name in names):
+        return False  # another subject of the prompt; an identifier names one thing
     if not (facts.readable and candidate.readable):
         return False  # the cosine is no evidence in a script the model cannot read
     similarity = candidate.similarity
     if similarity is None or best is None:
         return False
-    return similarity < best - numbers.COMMON_ANCHOR_SPREAD
+    return similarity < best - numbers.NAME_SPREAD
 
 
 def _answers(candidate: Evidence, verdict: Verdict, facts: QueryFacts) -> bool:
