@@ -22,9 +22,10 @@ candidate has strong evidence (docs/relevance.md, "The relevance decision"):
   not evidence either, unless strongly similar.
   A name most of the scope's entries hold (a speaker in their own chat, the language a
   project is written in) picks none of them out (``picks_out``): the entries holding it
-  are still admitted as anchored, but holding it is not evidence that something answers;
-  in a pack for a one-sentence prompt, one holding no other subject of it is anchored
-  only near the best candidate in meaning, and judged on its other evidence farther off.
+  are still admitted as anchored, but holding it is not evidence that something answers.
+  In a pack for a one-sentence prompt, an entry holding names of it (not an identifier)
+  and no other subject of it is anchored only near the best candidate in meaning, and
+  judged on its other evidence farther off.
 - **A list of the prompt's words is not an answer** (packs only). A candidate holding many
   of a long prompt's words, spread over its sentences, is a note stuffed with common words
   or agent boilerplate: an answer speaks to one question of the prompt, with its few words.
