@@ -418,8 +418,8 @@ def test_a_name_most_entries_hold_admits_only_the_entries_near_the_best():
 
 
 def test_a_name_few_entries_hold_admits_only_the_entries_near_the_best_too():
-    # "How does Alipay handle partial refunds?" in a payment gateway: every note naming
-    # Alipay was admitted as anchored, however far it was in meaning.
+    # "The gate change never shows up on the Dynamic Island": the note on Dynamic Type
+    # was admitted as anchored, however far it was in meaning.
     spread = numbers.NAME_SPREAD
     best = _evidence("answer", 0.5)
     near = _holding_common_name("near", 0.5 - spread + 0.01)

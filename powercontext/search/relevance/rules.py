@@ -150,7 +150,7 @@ def _far_behind_its_names(
     """Whether ``candidate``, which holds the query's anchor terms ``names``, holds names
     only (no identifier), no other subject of the query, and is far in meaning from the
     best candidate: it speaks of what the query names ("Terraform" in a Terraform estate,
-    "Alipay" in a payment gateway), not of what a one-sentence prompt asks about it, and
+    "Dynamic" for the Dynamic Island), not of what a one-sentence prompt asks about it, and
     is judged on its other evidence (a pack's only; see NAME_SPREAD)."""
     if not facts.pack or not facts.single_segment or facts.anchors_only:
         return False  # a search keeps its matches; a long prompt's best is boilerplate's
