@@ -149,9 +149,10 @@ def _far_behind_its_names(
 ) -> bool:
     """Whether ``candidate``, which holds the query's anchor terms ``names``, holds names
     only (no identifier), no other subject of the query, and is far in meaning from the
-    best candidate: it speaks of what the query names ("Terraform" in a Terraform estate,
-    "Dynamic" for the Dynamic Island), not of what a one-sentence prompt asks about it, and
-    is judged on its other evidence (a pack's only; see NAME_SPREAD)."""
+    best candidate: it speaks of what the query names ("Terraform" in a Terraform estate)
+    or of another thing of the same name (the Dynamic Type note for a question on the
+    Dynamic Island), not of what a one-sentence prompt asks, and is judged on its other
+    evidence (a pack's only; see NAME_SPREAD)."""
     if not facts.pack or not facts.single_segment or facts.anchors_only:
         return False  # a search keeps its matches; a long prompt's best is boilerplate's
     if candidate.subjects - names or any(anchors.is_identifier_term(name) for name in names):
