@@ -47,16 +47,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.served import die_with_parent, stop  # noqa: E402
-from bench.versus_reference import free_port  # noqa: E402
+from bench.versus_reference import free_port, wait_live  # noqa: E402
 
-START_TIMEOUT = 180
 LONG_BYTES = 8000
 SHORT_CHARS = 300
 WARM_PROMPTS = 3
 
 
-def serve(root: Path, python: str, home: Path) -> subprocess.Popen:
-    """``manage.py serve`` of the checkout ``root`` on a free port, in ``home``."""
+def serve(root: Path, python: str, home: Path, port: int) -> subprocess.Popen:
+    """``manage.py serve`` of the checkout ``root`` on ``port``, in ``home``."""
     env = {**os.environ, "POWERCONTEXT_HOME": str(home)}
     # SQLite in ``home``, with the checkout's own settings, as a user serves it.
     env.pop("POWERCONTEXT_DATABASE_URL", None)
@@ -64,7 +63,7 @@ def serve(root: Path, python: str, home: Path) -> subprocess.Popen:
     log = open(home / "server.log", "w")  # the child keeps its own copy
     with log:
         return subprocess.Popen(
-            [python, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(free_port())],
+            [python, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
             cwd=root,
             env=env,
             stdout=log,
@@ -73,31 +72,15 @@ def serve(root: Path, python: str, home: Path) -> subprocess.Popen:
         )
 
 
-def port_of(process: subprocess.Popen) -> int:
-    return int(process.args[process.args.index("--port") + 1])  # type: ignore[union-attr]
-
-
-def wait_live(process: subprocess.Popen, home: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited ({process.returncode}): see {home}/server.log")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port_of(process)}/health/live", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"the server did not answer in {START_TIMEOUT} s: see {home}/server.log")
-
-
 @contextmanager
 def served(root: Path, python: str) -> Iterator[int]:
     """The port of ``root``'s server, live; stopped on exit."""
     with tempfile.TemporaryDirectory(prefix="prepare-versus-") as home:
-        process = serve(root, python, Path(home))
+        port = free_port()
+        process = serve(root, python, Path(home), port)
         try:
-            wait_live(process, Path(home))
-            yield port_of(process)
+            wait_live(port, process, Path(home) / "server.log", f"the server of {root}")
+            yield port
         finally:
             stop(process)
 

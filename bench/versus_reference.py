@@ -82,11 +82,13 @@ def install_reference(venv: Path) -> Path:
     return command
 
 
-def wait_live(port: int, process: subprocess.Popen, log: Path) -> None:
+def wait_live(port: int, process: subprocess.Popen, log: Path, what: str = "the reference") -> None:
+    """Return once ``process`` (``what``, logging to ``log``) answers ``/health/live`` on
+    ``port``; RuntimeError when it exits or does not answer in START_TIMEOUT seconds."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the reference exited ({process.returncode}); see {log}")
+            raise RuntimeError(f"{what} exited ({process.returncode}); see {log}")
         with contextlib.suppress(OSError, http.client.HTTPException):
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             connection.request("GET", "/health/live")
@@ -95,7 +97,7 @@ def wait_live(port: int, process: subprocess.Popen, log: Path) -> None:
                 return
         time.sleep(0.25)
     process.kill()
-    raise RuntimeError(f"the reference did not answer /health/live in {START_TIMEOUT}s")
+    raise RuntimeError(f"{what} did not answer /health/live in {START_TIMEOUT}s")
 
 
 @contextlib.contextmanager

@@ -367,8 +367,9 @@ def test_a_name_that_picks_entries_out_answers_with_some_meaning_behind_it():
     assert _judge([unread], known={"io"}) == [relevance.Verdict.ANCHORED]
 
 
-def _holding_common_name(key, similarity, *, subjects=(), readable=True):
-    # Found by its words: it holds "terraform", a name most of the scope's entries hold.
+def _holding_name(key, similarity, *, subjects=(), readable=True):
+    # Found by its words: it holds "terraform", a name of the query (most of the scope's
+    # entries hold it, or few do: ``_judge_name``'s ``common``).
     return relevance.Evidence(
         key=key,
         lexical=True,
@@ -381,10 +382,10 @@ def _holding_common_name(key, similarity, *, subjects=(), readable=True):
     )
 
 
-def _judge_common_name(candidates, *, single=True, pack=True, picking=False):
+def _judge_name(candidates, *, single=True, pack=True, common=True):
     facts = relevance.QueryFacts(
-        common=frozenset() if picking else frozenset({"terraform"}),
-        picking=frozenset({"terraform"}) if picking else frozenset(),
+        common=frozenset({"terraform"}) if common else frozenset(),
+        picking=frozenset() if common else frozenset({"terraform"}),
         single_segment=single,
         readable=True,
         subjects=frozenset({"expressions", "try"}),
@@ -398,23 +399,23 @@ def test_a_name_most_entries_hold_admits_only_the_entries_near_the_best():
     # every note naming Terraform used to be admitted as anchored.
     spread = numbers.NAME_SPREAD
     best = _evidence("answer", 0.5)
-    near = _holding_common_name("near", 0.5 - spread + 0.01)
-    far = _holding_common_name("far", 0.5 - spread - 0.01)
-    assert _judge_common_name([best, near, far]) == [
+    near = _holding_name("near", 0.5 - spread + 0.01)
+    far = _holding_name("far", 0.5 - spread - 0.01)
+    assert _judge_name([best, near, far]) == [
         relevance.Verdict.MEANING,
         relevance.Verdict.ANCHORED,
         relevance.Verdict.WEAK_WORDS,  # judged on its other evidence: a word or two
     ]
     # One that also holds another subject of the question still speaks to it.
-    also = _holding_common_name("also", 0.5 - spread - 0.01, subjects={"expressions"})
-    assert _judge_common_name([best, also])[1] is relevance.Verdict.ANCHORED
+    also = _holding_name("also", 0.5 - spread - 0.01, subjects={"expressions"})
+    assert _judge_name([best, also])[1] is relevance.Verdict.ANCHORED
     # In a script the model cannot read, the cosine says nothing: the name still counts.
-    unread = _holding_common_name("unread", 0.5 - spread - 0.01, readable=False)
-    assert _judge_common_name([best, unread])[1] is relevance.Verdict.ANCHORED
+    unread = _holding_name("unread", 0.5 - spread - 0.01, readable=False)
+    assert _judge_name([best, unread])[1] is relevance.Verdict.ANCHORED
     # A long prompt's best candidate is whichever echoes its instructions; and a search
     # keeps what its words found.
-    assert _judge_common_name([best, far], single=False)[1] is relevance.Verdict.ANCHORED
-    assert _judge_common_name([best, far], pack=False)[1] is relevance.Verdict.ANCHORED
+    assert _judge_name([best, far], single=False)[1] is relevance.Verdict.ANCHORED
+    assert _judge_name([best, far], pack=False)[1] is relevance.Verdict.ANCHORED
 
 
 def test_a_name_few_entries_hold_admits_only_the_entries_near_the_best_too():
@@ -422,9 +423,9 @@ def test_a_name_few_entries_hold_admits_only_the_entries_near_the_best_too():
     # was admitted as anchored, however far it was in meaning.
     spread = numbers.NAME_SPREAD
     best = _evidence("answer", 0.5)
-    near = _holding_common_name("near", 0.5 - spread + 0.01)
-    far = _holding_common_name("far", 0.5 - spread - 0.01)
-    assert _judge_common_name([best, near, far], picking=True) == [
+    near = _holding_name("near", 0.5 - spread + 0.01)
+    far = _holding_name("far", 0.5 - spread - 0.01)
+    assert _judge_name([best, near, far], common=False) == [
         relevance.Verdict.MEANING,
         relevance.Verdict.ANCHORED,
         relevance.Verdict.WEAK_WORDS,
