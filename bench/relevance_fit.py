@@ -17,7 +17,10 @@ replays once per value (the scopes filled once, in ``--home``: bench/relevance_r
 and, for each project left out, chooses the value with the best ``objective`` on the six others and
 scores the seventh with it; then the same over the conversations. The table gives each
 held-out project's figures at the value chosen without it, at the shipped value, and the
-mean and the worst held out. A value is worth shipping when it is chosen on (nearly) every
+mean and the worst held out. With ``--changes`` it lists too, for each other value, every
+prompt and question whose outcome differs from the shipped value's (a coding pack, a
+LoCoMo answer found or lost, a cross-conversation pack emptied or filled): what a rule
+costs and gains, prompt by prompt. A value is worth shipping when it is chosen on (nearly) every
 fold and the held-out figures do not fall: a value that raises the six it was chosen on and
 lowers the one left out does not ship (docs/relevance.md, "How its numbers are chosen").
 """
@@ -58,6 +61,7 @@ class Asked:
     relevant: frozenset[str]
     pack: tuple[str, ...]
     search: tuple[str, ...]
+    prompt: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Questioned:
     bare_all: bool | None = None
     wrapped_any: bool | None = None
     cross_empty: bool | None = None
+    question: str = ""
 
 
 def searched(scope_id: str, query: str, files: dict[str, str]) -> tuple[str, ...]:
@@ -101,6 +106,7 @@ def coding(args: argparse.Namespace, *, with_search: bool) -> list[Asked]:
                     relevant=frozenset(prompt["relevant"]),
                     pack=tuple(packed(scope, text, args.max_bytes, files)),
                     search=searched(scope, text, files) if with_search else (),
+                    prompt=text,
                 )
             )
     return asked
@@ -129,7 +135,13 @@ def locomo(args: argparse.Namespace) -> list[Questioned]:
             bare = set(packed(scope, question.text, args.max_bytes, files))
             wrapped = set(packed(scope, render(template, question.text), args.max_bytes, files))
             found.append(
-                Questioned(name, bool(evidence & bare), evidence <= bare, bool(evidence & wrapped))
+                Questioned(
+                    name,
+                    bool(evidence & bare),
+                    evidence <= bare,
+                    bool(evidence & wrapped),
+                    question=question.text,
+                )
             )
     for pair in args.pairs.split(","):
         asked, stored = pair.split(":")
@@ -138,7 +150,7 @@ def locomo(args: argparse.Namespace) -> list[Questioned]:
         files = {entry_id: dia for dia, entry_id in turn_ids[stored].items()}
         for question in conversations[asked].questions[: args.questions or args.limit]:
             pack = packed(f"replay-locomo-{stored}", question.text, args.max_bytes, files)
-            found.append(Questioned(stored, cross_empty=not pack))
+            found.append(Questioned(stored, cross_empty=not pack, question=question.text))
     return found
 
 
@@ -241,6 +253,40 @@ def describe(asked: Sequence[Asked], questioned: Sequence[Questioned]) -> None:
         table("conversation", rows)
 
 
+def _short(text: str, size: int = 100) -> str:
+    line = " ".join(text.split())
+    return repr(line if len(line) <= size else line[: size - 1] + "…")
+
+
+def _marked(asked: Asked) -> str:
+    """The pack's file ids, the relevant ones marked ``*``."""
+    return "[" + " ".join(f + "*" * (f in asked.relevant) for f in asked.pack) + "]"
+
+
+def changes(runs: dict[float, Sequence[Any]], shipped: float, value: float) -> list[str]:
+    """One line for each prompt or question of ``runs[value]`` whose outcome differs from
+    ``runs[shipped]``'s (the runs ask the same ones in the same order): a coding pack
+    (relevant file ids marked ``*``), or a LoCoMo question's figures."""
+    lines = []
+    for before, after in zip(runs[shipped], runs[value], strict=True):
+        if isinstance(before, Asked):
+            if before.pack != after.pack:
+                lines.append(
+                    f"{before.project} {before.kind or '-'} {_short(before.prompt)}: "
+                    f"{_marked(before)} -> {_marked(after)}"
+                )
+        else:
+            figures = ("bare_any", "bare_all", "wrapped_any", "cross_empty")
+            moved = [
+                f"{name} {getattr(before, name)} -> {getattr(after, name)}"
+                for name in figures
+                if getattr(before, name) != getattr(after, name)
+            ]
+            if moved:
+                lines.append(f"{before.conversation} {_short(before.question)}: {', '.join(moved)}")
+    return lines
+
+
 def held_out(
     runs: dict[float, Sequence[Any]],
     shipped: float,
@@ -290,6 +336,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-locomo", action="store_true", help="the coding projects only")
     parser.add_argument("--questions", type=int, help="questions per conversation (a sample)")
     parser.add_argument("--ci", action="store_true", help="5 prompts/questions a file")
+    parser.add_argument(
+        "--changes", action="store_true", help="with --choose: each outcome a value changes"
+    )
     args = parser.parse_args(argv)
     if args.ci:
         args.limit = 5
@@ -339,6 +388,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             locomo_objective,
             "conversation left out",
         )
+    if args.changes:
+        for value in settings:
+            if value != shipped:
+                found = changes(runs, shipped, value) + changes(talks, shipped, value)
+                print(f"# {name} = {value} against {shipped}: {len(found)} outcomes change")
+                for line in found:
+                    print(f"- {line}")
+                print()
     print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
 
 

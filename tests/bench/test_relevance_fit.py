@@ -63,3 +63,26 @@ def test_the_fit_prints_the_held_out_table_of_a_number_it_chooses(tmp_path):
     names = [line.split("|")[1].strip() for line in held[2:] if line.startswith("|")]
     assert names[:4] == ["tiny", "tiny2", "mean", "worst"]
     assert "conversation left out" in out
+
+
+def test_changes_list_each_outcome_a_value_moves_and_nothing_else():
+    from bench.relevance_fit import Questioned, changes
+
+    mac = "on my MacBook it fails"
+    shipped = [
+        Asked("a", "paraphrase", frozenset({"e1"}), (), (), prompt=mac),
+        Asked("a", "direct", frozenset({"e2"}), ("e2",), (), prompt="unchanged"),
+    ]
+    tried = [
+        Asked("a", "paraphrase", frozenset({"e1"}), ("e1", "e9"), (), prompt=mac),
+        Asked("a", "direct", frozenset({"e2"}), ("e2",), (), prompt="unchanged"),
+    ]
+    assert changes({0: shipped, 1: tried}, 0, 1) == [
+        "a paraphrase 'on my MacBook it fails': [] -> [e1* e9]"
+    ]
+    talks = {
+        0: [Questioned("26", cross_empty=True, question="What did Joanna paint?")],
+        1: [Questioned("26", cross_empty=False, question="What did Joanna paint?")],
+    }
+    assert changes(talks, 0, 1) == ["26 'What did Joanna paint?': cross_empty True -> False"]
+    assert changes(talks, 0, 0) == []
