@@ -179,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     before = (args.before or ROOT).resolve()
     python = args.before_python or str(before / ".venv" / "bin" / "python")
     if not Path(python).exists():
+        if args.before_python:
+            raise SystemExit(f"--before-python {python}: no such file")
+        # No environment of its own (this checkout in CI): served by this one's Python.
+        print(f"# {before} has no .venv: served with {sys.executable}", flush=True)
         python = sys.executable
     args.before_label = "this checkout again" if before == ROOT else str(before)
     with ExitStack() as stack:

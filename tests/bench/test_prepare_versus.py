@@ -35,3 +35,11 @@ def test_prepare_versus_ci_configuration_prints_each_kind_with_a_ratio(tmp_path)
     for row in ("| short | 1 |", "| wrapped | 2 |", "| wrapped 8 KB | 2 |"):
         assert row in out
     assert out.count("x |") == 3  # a ratio on every row
+
+
+def test_a_before_python_that_is_not_there_stops_it_rather_than_serving_with_another(tmp_path):
+    from bench import prepare_versus
+
+    missing = tmp_path / "no-venv" / "python"
+    with pytest.raises(SystemExit, match="no such file"):
+        prepare_versus.main(["--files", str(tmp_path / "*.json"), "--before-python", str(missing)])

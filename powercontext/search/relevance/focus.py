@@ -40,14 +40,16 @@ def matches_all(segments: Sequence[Any], candidates: Sequence[Any]) -> list[list
         return [[] for _ in candidates]
     rows = np.concatenate(list(segments))
     ends = np.cumsum([len(segment) for segment in segments])[:-1]
-    sized = [candidate for candidate in candidates if len(candidate)]
-    if len(rows) and sized:
+    # Only candidates with rows take part in the product (a segment of no rows matches none).
+    sized = [candidate for candidate in candidates if len(candidate)] if len(rows) else []
+    best = iter(())
+    if sized:
         starts = np.cumsum([0, *(len(candidate) for candidate in sized[:-1])])
         # Each candidate's columns reduced to their best, then one row per candidate.
-        found = iter(np.maximum.reduceat(rows @ np.concatenate(sized).T, starts, axis=1).T)
+        best = iter(np.maximum.reduceat(rows @ np.concatenate(sized).T, starts, axis=1).T)
     nothing = np.zeros(len(rows), dtype=np.float32)
     return [
-        list(np.split(next(found) if len(rows) and len(candidate) else nothing, ends))
+        list(np.split(next(best) if len(rows) and len(candidate) else nothing, ends))
         for candidate in candidates
     ]
 
