@@ -7,9 +7,17 @@ moved only by a conditional UPDATE on the revision it expects (see
 overwrite.
 """
 
+import uuid
+
 from django.db import models
 
 from powercontext.fields import IdentityField
+
+
+def new_vectors_token() -> str:
+    """A fresh :attr:`VectorIndexState.vectors_token`: random, so no other content of the
+    vectors (even after a rollback, or in a copy of the database) is ever named by it."""
+    return uuid.uuid4().hex
 
 
 class ArtifactRevision(models.Model):
@@ -168,12 +176,16 @@ class VectorIndexState(models.Model):
     until ``manage.py rebuild_index`` recreates the table for the new model. ``layout``
     names the shape of the table the engine created (its ``layout``; empty for a table
     made before layouts were recorded), so an older shape is recreated the same way.
+    ``vectors_token`` names what the stored vectors are: a fresh one is written with each
+    change to them (``powercontext.search.vectors.changes``), so a process that keeps
+    vectors it read under a token knows they are still the stored ones while it stands.
     """
 
     index = IdentityField(max_length=64, primary_key=True)
     model_identity = models.CharField(max_length=200)
     dimension = models.PositiveIntegerField()
     layout = models.CharField(max_length=64, default="")
+    vectors_token = models.CharField(max_length=32, default=new_vectors_token)
     created_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

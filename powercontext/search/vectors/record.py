@@ -65,7 +65,7 @@ def running_identity() -> tuple[str, int, str] | None:
 
 
 def record_model(index: SearchIndex, model: embeddings.Embedder) -> None:
-    from powercontext.models import VectorIndexState
+    from powercontext.models import VectorIndexState, new_vectors_token
 
     VectorIndexState.objects.update_or_create(
         index=index.name,
@@ -73,6 +73,9 @@ def record_model(index: SearchIndex, model: embeddings.Embedder) -> None:
             "model_identity": model.identity,
             "dimension": model.dimension,
             "layout": vector_engine().layout,
+            # The objects were just created, empty: vectors kept from before are not
+            # theirs (``changes``).
+            "vectors_token": new_vectors_token(),
         },
     )
 

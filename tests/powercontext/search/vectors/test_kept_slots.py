@@ -1,0 +1,185 @@
+"""SQLite keeps each scope's codes between searches (``vector_sqlite``, ``vectors.kept``)
+under the index's token (``vectors.changes``): a search answers from what it kept only
+while no change to the vectors has been committed since, by any connection, and never
+from a change that was rolled back."""
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from powercontext.models import VectorIndexState
+from powercontext.search import vector_sqlite
+from powercontext.search.vectors import VectorRow, changes
+from powercontext.search.vectors.kept import KeptScopes
+from tests.conftest import sqlite_only
+
+DIMENSION = 384
+SCOPE = "scope-kept"
+# More rows than the candidates of a search for k=5 (COARSE_MIN), so the codes are compared.
+ROWS = vector_sqlite.COARSE_MIN + 200
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+
+
+def _unit(matrix):
+    matrix = np.asarray(matrix, dtype=np.float32)
+    return matrix / np.linalg.norm(matrix, axis=-1, keepdims=True)
+
+
+@pytest.fixture
+def table():
+    """A vector table with a record (so a token), filled with random rows."""
+    index = Index("kept_test")
+    engine = vector_sqlite.SqliteVectors()
+    forward, reverse = engine.ddl(index, DIMENSION)
+    with connection.cursor() as cursor:
+        for statement in [*reverse, *forward]:
+            cursor.execute(statement)
+    VectorIndexState.objects.create(
+        index=index.name, model_identity="test", dimension=DIMENSION, layout=engine.layout
+    )
+    matrix = _unit(np.random.default_rng(3).standard_normal((ROWS, DIMENSION)))
+    _store(index, {key + 1: matrix[key] for key in range(ROWS)})
+    yield index
+    with connection.cursor() as cursor:
+        for statement in reverse:
+            cursor.execute(statement)
+
+
+def _store(index, vectors_by_key):
+    vector_sqlite.SqliteVectors().upsert(
+        index,
+        [
+            (VectorRow(key, SCOPE, f"cited-{key}", 1, ""), vector)
+            for key, vector in vectors_by_key.items()
+        ],
+    )
+
+
+def _nearest(index, query, k=5):
+    found = vector_sqlite.SqliteVectors().nearest(index, scope_id=SCOPE, vectors=[query], k=k)
+    return [key for key, *_ in found]
+
+
+def _chunk_reads(index, query):
+    """How many statements a search reads the scope's chunks with."""
+    with CaptureQueriesContext(connection) as captured:
+        _nearest(index, query)
+    return sum(
+        1 for query in captured.captured_queries if f"{index.name}_vec_chunks" in query["sql"]
+    )
+
+
+QUERY = _unit(np.random.default_rng(9).standard_normal(DIMENSION))
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+def test_a_scope_is_read_once_until_its_vectors_change(table):
+    assert _chunk_reads(table, QUERY) == 1
+    assert _chunk_reads(table, QUERY) == 0
+    _store(table, {ROWS + 1: QUERY})
+    assert _chunk_reads(table, QUERY) == 1
+    assert _nearest(table, QUERY)[0] == ROWS + 1
+    vector_sqlite.SqliteVectors().delete(table, [ROWS + 1])
+    assert ROWS + 1 not in _nearest(table, QUERY)
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+def test_a_change_committed_by_another_connection_is_searched(table):
+    """The token is read from the database: another connection's (another process's)
+    write is seen by the next search, though this one kept the scope before it."""
+    before = _nearest(table, QUERY)
+
+    def write():
+        try:
+            _store(table, {ROWS + 1: QUERY})
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    thread.join()
+
+    after = _nearest(table, QUERY)
+    assert after[0] == ROWS + 1
+    assert after[1:] == before[:-1]
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+def test_a_change_rolled_back_is_never_searched_again(table):
+    """Searched inside the transaction that wrote it, a row is kept with the rest; once
+    rolled back, no later token names it (a counter would: the next write would count
+    to the same number)."""
+    committed = _nearest(table, QUERY)
+
+    def write_search_and_fail():
+        with transaction.atomic():
+            _store(table, {ROWS + 1: QUERY})
+            assert _nearest(table, QUERY)[0] == ROWS + 1
+            raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        write_search_and_fail()
+    # The next change: searched from codes kept with the rolled-back row, this row (in
+    # none of them) would be missed.
+    _store(table, {ROWS + 2: QUERY})
+
+    assert _nearest(table, QUERY) == [ROWS + 2, *committed[:-1]]
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+def test_objects_created_again_are_not_answered_from_the_old_ones(table):
+    """Recreating the index's objects (rebuild_index) records a fresh token: the empty
+    table is read, not the full one a search kept."""
+    from powercontext.search.vectors import record
+
+    assert _nearest(table, QUERY)
+
+    class Model:
+        identity = "test"
+        dimension = DIMENSION
+
+    record.create(table, Model(), replace=True)
+
+    assert _chunk_reads(table, QUERY) == 1
+    assert _nearest(table, QUERY) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+def test_an_index_without_a_record_is_read_every_time(table):
+    VectorIndexState.objects.filter(index=table.name).delete()
+    assert changes.token(table) is None
+    assert _chunk_reads(table, QUERY) == 1
+    assert _chunk_reads(table, QUERY) == 1
+
+
+def test_the_least_recently_used_go_past_the_budget():
+    kept = KeptScopes[str](budget=10)
+    kept.put("a", "t", "A", 4)
+    kept.put("b", "t", "B", 4)
+    assert kept.get("a", "t") == "A"  # now b is the least recently used
+    kept.put("c", "t", "C", 4)
+    assert kept.get("b", "t") is None
+    assert (kept.get("a", "t"), kept.get("c", "t"), kept.size) == ("A", "C", 8)
+    kept.put("d", "t", "D", 11)  # larger than the budget: not kept, nothing dropped
+    assert (kept.get("d", "t"), kept.size) == (None, 8)
+
+
+def test_what_was_read_under_another_token_is_dropped():
+    kept = KeptScopes[str](budget=10)
+    kept.put("a", "old", "A", 4)
+    assert kept.get("a", "new") is None
+    assert kept.get("a", "old") is None
+    assert kept.size == 0
