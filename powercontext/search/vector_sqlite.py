@@ -48,7 +48,7 @@ replaced vector is deleted and inserted.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -71,19 +71,47 @@ _BATCH = 500
 
 
 @dataclass(frozen=True)
+class _Floats:
+    """A small scope's float vectors as rescoring reads them (kept with its slots, up to
+    :data:`FLOATS_KEPT_ROWS`): the row keys in order, their vectors one row each (the
+    damaged left out), and each one's cited id and version."""
+
+    keys: np.ndarray
+    matrix: np.ndarray
+    cited: dict[int, tuple[str, str]]
+
+    def of(self, candidates: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The row keys and vectors of the ``candidates`` there are vectors of."""
+        if not len(self.keys):
+            return self.keys, self.matrix
+        wanted = np.asarray(candidates, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        at = at[self.keys[at] == wanted]
+        return self.keys[at], self.matrix[at]
+
+    @property
+    def nbytes(self) -> int:
+        # A cited id and version: two short strings and their tuple, about 200 bytes.
+        return self.keys.nbytes + self.matrix.nbytes + 200 * len(self.cited)
+
+
+@dataclass(frozen=True)
 class _Slots:
     """A scope's chunk slots as the code pass reads them: each slot's row key, whether
     it holds a vector (and how many do), and the codes word by word (row w holds every
-    slot's w-th word, contiguous: the pass goes a word at a time over every slot)."""
+    slot's w-th word, contiguous: the pass goes a word at a time over every slot); and
+    a small scope's float vectors (:class:`_Floats`), or None."""
 
     keys: np.ndarray
     valid: np.ndarray
     count: int
     columns: np.ndarray
+    floats: _Floats | None = None
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.valid.nbytes + self.columns.nbytes
+        kept = 0 if self.floats is None else self.floats.nbytes
+        return self.keys.nbytes + self.valid.nbytes + self.columns.nbytes + kept
 
 
 # Each scope's slots are kept between searches until the index's vectors change
@@ -91,6 +119,11 @@ class _Slots:
 # half a search at 100,000 rows (20 of 45 ms). 64 MB keeps about 330,000 codes of a
 # 768-dimension model (192 bytes each, with their row keys).
 KEPT_BYTES = 64 * 2**20
+# A scope of at most this many vectors keeps its float vectors too (3 MB at 384
+# dimensions): at 1,000 rows every row is a candidate, and reading and checking their
+# vectors was three quarters of a search (3 of 4 ms). Larger scopes read the candidates'
+# alone: 100,000 rows' would be 150 MB.
+FLOATS_KEPT_ROWS = 2048
 _KEPT: KeptScopes[_Slots] = KeptScopes(KEPT_BYTES)
 
 
@@ -307,7 +340,7 @@ class SqliteVectors(VectorEngine):
             return []
         queries = np.stack([np.asarray(vector, dtype=np.float32) for vector in vectors])
         try:
-            slots = self._scope_slots(index, scope_id, 2 * queries.shape[1] // 8)
+            slots = self._scope_slots(index, scope_id, queries.shape[1])
         except ValueError as error:
             raise self.damage.note_scope(index, scope_id, error) from error
         self.damage.scope_searched(index, scope_id)
@@ -319,15 +352,18 @@ class SqliteVectors(VectorEngine):
             candidates = _code_nearest(slots, list(queries), coarse)
         if not candidates:
             return []
-        # The float vectors of every candidate, then the cited id and version of the k
-        # kept alone: each column read costs (1,056 candidates: 1.4 against 1.7 ms).
-        stored = self._auxiliary(index, "value02", candidates)
-        rows, matrix, damaged = _float_matrix(stored, queries.shape[1])
-        if damaged:
-            # Left out, never a 500 for the whole scope: the others are still exact.
-            self.damage.note_rows(index, damaged)
-            if not len(rows):
-                return []
+        if slots.floats is not None:
+            rows, matrix = slots.floats.of(candidates)
+        else:
+            # The float vectors of every candidate, then the cited id and version of the
+            # k kept alone: each column read costs (1,056 candidates: 1.4 against 1.7 ms).
+            stored = self._auxiliary(index, "value02", candidates)
+            rows, matrix, damaged = _float_matrix(stored, queries.shape[1])
+            if damaged:
+                # Left out, never a 500 for the whole scope: the others are still exact.
+                self.damage.note_rows(index, damaged)
+        if not len(rows):
+            return []
         # The exact cosine distance to the nearest query (what ``vec_distance_cosine``
         # computes), every candidate with every query in one call. By einsum's own loops,
         # not a BLAS matrix product: BLAS rounds a row's products differently by where the
@@ -344,12 +380,16 @@ class SqliteVectors(VectorEngine):
         nearest = [
             (int(rows[at]), float(distances[at])) for at in np.lexsort((rows, distances))[:k]
         ]
-        cited = {
-            key: (cited_id, version)
-            for key, cited_id, version in self._auxiliary(
-                index, "value00, value01", [key for key, _ in nearest]
-            )
-        }
+        cited = (
+            slots.floats.cited
+            if slots.floats is not None
+            else {
+                key: (cited_id, version)
+                for key, cited_id, version in self._auxiliary(
+                    index, "value00, value01", [key for key, _ in nearest]
+                )
+            }
+        )
         return [
             (key, *cited[key], distance)
             for key, distance in nearest
@@ -382,8 +422,8 @@ class SqliteVectors(VectorEngine):
         key. The scope's codes are read once for all of ``vectors``."""
         if not len(vectors):
             return []
-        code_bytes = 2 * len(np.asarray(vectors[0])) // 8
-        return _code_nearest(self._scope_slots(index, scope_id, code_bytes), vectors, k)
+        slots = self._scope_slots(index, scope_id, len(np.asarray(vectors[0])))
+        return _code_nearest(slots, vectors, k)
 
     def _chunks(self, index: SearchIndex, scope_id: str | None) -> list[Any]:
         """(chunk id, slots, validity, row ids, codes, scope) of the scope's chunks (every
@@ -403,12 +443,13 @@ class SqliteVectors(VectorEngine):
             found: list[Any] = cursor.fetchall()
         return found
 
-    def _scope_slots(self, index: SearchIndex, scope_id: str, code_bytes: int) -> _Slots:
-        """The scope's chunk slots (:class:`_Slots`, codes of ``code_bytes``): as kept
-        since they were read, while the index's token (``vectors.changes``) stands, else
-        read now and kept under the token read before them. ValueError when a chunk's
-        storage is damaged. An index without a token (no record of its objects) is read
-        every time."""
+    def _scope_slots(self, index: SearchIndex, scope_id: str, dimension: int) -> _Slots:
+        """The scope's chunk slots (:class:`_Slots`, vectors of ``dimension`` values): as
+        kept since they were read, while the index's token (``vectors.changes``) stands,
+        else read now (with a small scope's float vectors) and kept under the token read
+        before them. ValueError when a chunk's storage is damaged. An index without a
+        token (no record of its objects) is read every time, without its floats."""
+        code_bytes = 2 * dimension // 8
         token = changes.token(index)
         key = (connection.settings_dict["NAME"], index.name, scope_id)
         if token is not None:
@@ -417,8 +458,28 @@ class SqliteVectors(VectorEngine):
                 return kept
         slots = _slots(*self._scope_codes(index, scope_id, code_bytes))
         if token is not None:
+            if slots.count <= FLOATS_KEPT_ROWS:
+                slots = replace(slots, floats=self._scope_floats(index, slots, dimension))
             _KEPT.put(key, token, slots, slots.nbytes)
         return slots
+
+    def _scope_floats(self, index: SearchIndex, slots: _Slots, dimension: int) -> _Floats:
+        """The float vectors, cited ids and versions of every slot holding a vector; the
+        damaged noted and left out, as a search leaves them out."""
+        stored = self._auxiliary(
+            index, "value00, value01, value02", [int(key) for key in slots.keys[slots.valid]]
+        )
+        rows, matrix, damaged = _float_matrix(
+            [(key, blob) for key, _, _, blob in stored], dimension
+        )
+        if damaged:
+            self.damage.note_rows(index, damaged)
+        order = np.argsort(rows, kind="stable")
+        keys, matrix = rows[order], matrix[order]
+        for array in (keys, matrix):
+            array.flags.writeable = False
+        cited = {int(key): (cited_id, version) for key, cited_id, version, _ in stored}
+        return _Floats(keys, matrix, cited)
 
     def _scope_codes(
         self, index: SearchIndex, scope_id: str, code_bytes: int

@@ -183,3 +183,39 @@ def test_what_was_read_under_another_token_is_dropped():
     assert kept.get("a", "new") is None
     assert kept.get("a", "old") is None
     assert kept.size == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+@pytest.mark.parametrize("rows", [300, ROWS, vector_sqlite.FLOATS_KEPT_ROWS + 100])
+def test_kept_vectors_answer_bit_for_bit_what_the_stored_ones_do(table, rows):
+    """A small scope keeps its float vectors, cited ids and versions too; a large one
+    reads its candidates'. Either way the answer is the one read from the database (an
+    index without a token is), to the last bit of each distance, and a damaged vector
+    is left out of both."""
+    rng = np.random.default_rng(rows)
+    matrix = _unit(rng.standard_normal((rows, DIMENSION)))
+    _store(table, {key + 1: matrix[key] for key in range(rows)})  # replaces the fixture's
+    vector_sqlite.SqliteVectors().delete(table, list(range(rows + 1, ROWS + 1)))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE kept_test_vec_auxiliary SET value02 = %s WHERE rowid = 7",
+            [np.full(DIMENSION, np.nan, dtype=np.float32).tobytes()],
+        )
+    queries = list(_unit(rng.standard_normal((4, DIMENSION))))
+    engine = vector_sqlite.SqliteVectors()
+
+    def search(k):
+        return engine.nearest(table, scope_id=SCOPE, vectors=queries, k=k)
+
+    kept = [search(k) for k in (5, 66)]
+    slots = vector_sqlite._KEPT.get(
+        (connection.settings_dict["NAME"], table.name, SCOPE), changes.token(table)
+    )
+    assert (slots.floats is not None) == (rows <= vector_sqlite.FLOATS_KEPT_ROWS)
+    VectorIndexState.objects.filter(index=table.name).delete()
+    stored = [search(k) for k in (5, 66)]
+
+    assert kept == stored
+    assert [len(found) for found in kept] == [5, 66]
+    assert all(key != 7 for found in kept for key, *_ in found)
