@@ -219,3 +219,57 @@ def test_kept_vectors_answer_bit_for_bit_what_the_stored_ones_do(table, rows):
     assert kept == stored
     assert [len(found) for found in kept] == [5, 66]
     assert all(key != 7 for found in kept for key, *_ in found)
+
+
+@pytest.mark.django_db(transaction=True)
+@sqlite_only("SQLite's kept codes")
+def test_searches_beside_a_writer_see_every_change_committed_before_they_began(table):
+    """Three threads search while a fourth writes vectors one at a time, each the query
+    itself (distance 0, so the nearest, ties by row key). A search that began after the
+    n-th write was committed finds the first min(n, 5) written rows: none answers from
+    codes kept before a change it should see, however the threads interleave."""
+    writes = 30
+    committed = 0
+    done = threading.Event()
+    stale: list[tuple[int, list[int]]] = []
+    errors: list[BaseException] = []
+
+    def write():
+        nonlocal committed
+        try:
+            for number in range(1, writes + 1):
+                _store(table, {ROWS + number: QUERY})
+                committed = number
+        except BaseException as error:  # reported by the test, not lost in the thread
+            errors.append(error)
+        finally:
+            done.set()
+            connection.close()
+
+    def search():
+        try:
+            while True:
+                finished = done.is_set()
+                seen = committed
+                found = _nearest(table, QUERY, k=5)
+                expected = list(range(ROWS + 1, ROWS + 1 + min(seen, 5)))
+                if found[: len(expected)] != expected:
+                    stale.append((seen, found))
+                if finished:
+                    return
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    threads.append(threading.Thread(target=write))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert not errors, errors
+    assert not any(thread.is_alive() for thread in threads)
+    assert not stale, stale[:3]
+    assert _nearest(table, QUERY, k=5) == list(range(ROWS + 1, ROWS + 6))
