@@ -116,8 +116,8 @@ class _Slots:
 
 # Each scope's slots are kept between searches until the index's vectors change
 # (``vectors.changes``): reading a scope's chunks and turning its codes word by word was
-# half a search at 100,000 rows (20 of 45 ms). 64 MB keeps about 330,000 codes of a
-# 768-dimension model (192 bytes each, with their row keys).
+# half a search at 100,000 rows (20 of 45 ms). 64 MB keeps about 600,000 codes of the
+# 384-dimension model (96 bytes each, and a row key).
 KEPT_BYTES = 64 * 2**20
 # A scope of at most this many vectors keeps its float vectors too (3 MB at 384
 # dimensions): at 1,000 rows every row is a candidate, and reading and checking their

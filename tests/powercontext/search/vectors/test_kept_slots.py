@@ -273,3 +273,23 @@ def test_searches_beside_a_writer_see_every_change_committed_before_they_began(t
     assert not any(thread.is_alive() for thread in threads)
     assert not stale, stale[:3]
     assert _nearest(table, QUERY, k=5) == list(range(ROWS + 1, ROWS + 6))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_gives_each_recorded_index_a_token():
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("powercontext", "0005_source_agent_columns")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old = executor.loader.project_state(before).apps.get_model(
+            "powercontext", "VectorIndexState"
+        )
+        old.objects.create(index="recorded_before", model_identity="m", dimension=384)
+        executor = MigrationExecutor(connection)
+        executor.migrate([("powercontext", "0006_vector_index_state_vectors_token")])
+        assert len(changes.token(Index("recorded_before")) or "") == 32
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
