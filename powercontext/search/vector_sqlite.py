@@ -236,8 +236,8 @@ def _code_nearest(slots: _Slots, vectors: Sequence[Any], k: int) -> list[int]:
     farthest = 8 * queries.shape[1] + 1
     # A block of slots at a time, word by word (a column is contiguous), every query at
     # once, into buffers made once, counted in 16 bits where they fit. At 100,000 slots
-    # and 8 queries: 13 ms, where a pass over every slot for each query and word cost 20,
-    # and with fresh 32-bit arrays for each step, 29.
+    # of the 384-dimension model and 8 queries: 7.5 ms, where a pass over every slot for
+    # each query and word into such buffers cost 8.1, and with fresh 32-bit arrays, 12.
     counts = np.uint16 if farthest <= np.iinfo(np.uint16).max else np.int32
     parts = queries.view(columns.dtype).T  # row w: every query's w-th word
     block = max(1024, _PASS_BLOCK // len(queries))
