@@ -48,7 +48,7 @@ replaced vector is deleted and inserted.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,62 +56,29 @@ from django.db import connection, transaction
 
 from powercontext.embedding import to_sqlite_vec
 from powercontext.search.indexes import SearchIndex
+from powercontext.search.vector_sqlite_slots import (
+    Floats,
+    Slots,
+    chunk_slots,
+    code,
+    codes,
+    float_matrix,
+    float_problem,
+    nearest_by_code,
+    slots_of,
+    valid_slots,
+)
 from powercontext.search.vectors import changes
 from powercontext.search.vectors.engine import VectorEngine
 from powercontext.search.vectors.kept import KeptScopes
 from powercontext.search.vectors.values import Damage, StoredVector, VectorRow, vec_table
 
-# Candidates by code per row asked for, and their least number, and the code's middle
-# level (see the module's docstring; chosen on real embeddings, docs/relevance-history.md).
+# Candidates by code per row asked for, and their least number (see the module's
+# docstring; chosen on real embeddings, docs/relevance-history.md).
 COARSE_FACTOR = 16
 COARSE_MIN = 512
-LEVEL = 0.45
 # Row keys bound to one statement (SQLite allows 32,766; the write paths use 500 too).
 _BATCH = 500
-
-
-@dataclass(frozen=True)
-class _Floats:
-    """A small scope's float vectors as rescoring reads them (kept with its slots, up to
-    :data:`FLOATS_KEPT_ROWS`): the row keys in order, their vectors one row each (the
-    damaged left out), and each one's cited id and version."""
-
-    keys: np.ndarray
-    matrix: np.ndarray
-    cited: dict[int, tuple[str, str]]
-
-    def of(self, candidates: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The row keys and vectors of the ``candidates`` there are vectors of."""
-        if not len(self.keys):
-            return self.keys, self.matrix
-        wanted = np.asarray(candidates, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
-        at = at[self.keys[at] == wanted]
-        return self.keys[at], self.matrix[at]
-
-    @property
-    def nbytes(self) -> int:
-        # A cited id and version: two short strings and their tuple, about 200 bytes.
-        return self.keys.nbytes + self.matrix.nbytes + 200 * len(self.cited)
-
-
-@dataclass(frozen=True)
-class _Slots:
-    """A scope's chunk slots as the code pass reads them: each slot's row key, whether
-    it holds a vector (and how many do), and the codes word by word (row w holds every
-    slot's w-th word, contiguous: the pass goes a word at a time over every slot); and
-    a small scope's float vectors (:class:`_Floats`), or None."""
-
-    keys: np.ndarray
-    valid: np.ndarray
-    count: int
-    columns: np.ndarray
-    floats: _Floats | None = None
-
-    @property
-    def nbytes(self) -> int:
-        kept = 0 if self.floats is None else self.floats.nbytes
-        return self.keys.nbytes + self.valid.nbytes + self.columns.nbytes + kept
 
 
 # Each scope's slots are kept between searches until the index's vectors change
@@ -124,148 +91,7 @@ KEPT_BYTES = 64 * 2**20
 # vectors was three quarters of a search (3 of 4 ms). Larger scopes read the candidates'
 # alone: 100,000 rows' would be 150 MB.
 FLOATS_KEPT_ROWS = 2048
-_KEPT: KeptScopes[_Slots] = KeptScopes(KEPT_BYTES)
-
-
-def _code(vector: Any) -> np.ndarray:
-    """The vector's 2-bit code, as packed bits (least significant first in each byte, as
-    sqlite-vec packs them): each value is one of three levels (below -t, within t of 0,
-    above t; t = :data:`LEVEL` / sqrt(dimension), a fraction of a unit vector's typical
-    value), written as two bits (above -t, above t), so the Hamming distance between two
-    codes is the sum of their level differences."""
-    values = np.asarray(vector, dtype=np.float32)
-    step = LEVEL / np.sqrt(values.size)
-    return np.packbits(np.concatenate([values > -step, values > step]), bitorder="little")
-
-
-def _codes(matrix: np.ndarray) -> np.ndarray:
-    """:func:`_code` of each row of ``matrix``, one row of packed bits each."""
-    step = LEVEL / np.sqrt(matrix.shape[1])
-    bits = np.concatenate([matrix > -step, matrix > step], axis=1)
-    return np.packbits(bits, axis=1, bitorder="little")
-
-
-def _float_problem(blob: Any, dimension: int) -> str | None:
-    """What is wrong with a stored float vector (the ``embedding`` auxiliary column), or
-    None: it must be ``dimension`` float32 values, finite and not all zero (the model's
-    vectors have length 1)."""
-    if not isinstance(blob, bytes) or len(blob) != 4 * dimension:
-        size = len(blob) if isinstance(blob, bytes) else type(blob).__name__
-        return f"its float vector is {size} bytes, not {4 * dimension}"
-    values = np.frombuffer(blob, dtype=np.float32)
-    if not np.isfinite(values).all():
-        return "its float vector holds values that are not finite"
-    if not values.any():
-        return "its float vector is all zeros"
-    return None
-
-
-def _float_matrix(
-    stored: Sequence[Any], dimension: int
-) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-    """The row keys and float vectors (one row each) of ``stored`` ((row key, blob)
-    pairs), and {row key: problem} of the ones left out (:func:`_float_problem`). Checked
-    for the whole matrix at once: a search reads a thousand candidates."""
-    size = 4 * dimension
-    damaged = {
-        int(key): _float_problem(blob, dimension) or ""
-        for key, blob in stored
-        if not isinstance(blob, bytes) or len(blob) != size
-    }
-    kept = [row for row in stored if int(row[0]) not in damaged] if damaged else stored
-    keys = np.fromiter((row[0] for row in kept), dtype=np.int64, count=len(kept))
-    matrix = np.frombuffer(b"".join(row[1] for row in kept), dtype=np.float32)
-    matrix = matrix.reshape(len(kept), dimension)
-    bad = ~(np.isfinite(matrix).all(axis=1) & matrix.any(axis=1))
-    if bad.any():
-        for at in np.flatnonzero(bad).tolist():
-            damaged[int(keys[at])] = _float_problem(kept[at][1], dimension) or ""
-        keys, matrix = keys[~bad], matrix[~bad]
-    return keys, matrix, damaged
-
-
-def _chunk_slots(
-    size: int, validity: bytes, rowids: bytes, codes: bytes, code_bytes: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One chunk's slots as read (row keys, which hold a vector, codes); ValueError when
-    its blobs are not the sizes ``size`` slots take (the storage is damaged)."""
-    if (len(validity), len(rowids), len(codes)) != (
-        (size + 7) // 8,
-        8 * size,
-        code_bytes * size,
-    ):
-        raise ValueError(
-            f"a chunk of {size} slots holds {len(validity)} validity, {len(rowids)} row id "
-            f"and {len(codes)} code bytes"
-        )
-    keys = np.frombuffer(rowids, dtype="<i8")
-    valid = _valid_slots(validity, size)
-    return keys, valid, np.frombuffer(codes, dtype=np.uint8).reshape(size, code_bytes)
-
-
-def _valid_slots(validity: bytes, slots: int) -> np.ndarray:
-    """Which of a scope's chunk slots hold a vector: the chunks' validity bitmaps end to
-    end (least significant bit first), as booleans."""
-    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-    return bits[:slots].astype(bool)
-
-
-def _slots(keys: np.ndarray, valid: np.ndarray, codes: np.ndarray) -> _Slots:
-    """The slots of a scope as read (one row of ``codes`` a slot), for the code pass.
-    Read-only: they may be kept and shared between threads."""
-    # 64-bit words where the code has whole ones (768 bits: 12), else bytes.
-    word = np.dtype("<u8") if codes.shape[1] % 8 == 0 else np.dtype(np.uint8)
-    columns = np.ascontiguousarray(np.ascontiguousarray(codes).view(word).T)
-    for array in (keys, valid, columns):
-        array.flags.writeable = False
-    return _Slots(keys, valid, int(valid.sum()), columns)
-
-
-# Slots compared at a time by the code pass, times the vectors compared with them: the
-# pass's buffers (a 64-bit word per slot and vector, 512 KB) stay in the processor's
-# cache.
-_PASS_BLOCK = 2**16
-
-
-def _code_nearest(slots: _Slots, vectors: Sequence[Any], k: int) -> list[int]:
-    """:meth:`SqliteVectors.code_nearest` over a scope's slots."""
-    keys, columns = slots.keys, slots.columns
-    if not len(keys) or not len(vectors):
-        return []
-    queries = np.stack([_code(vector) for vector in vectors])
-    farthest = 8 * queries.shape[1] + 1
-    # A block of slots at a time, word by word (a column is contiguous), every query at
-    # once, into buffers made once, counted in 16 bits where they fit. At 100,000 slots
-    # of the 384-dimension model and 8 queries: 7.5 ms, where a pass over every slot for
-    # each query and word into such buffers cost 8.1, and with fresh 32-bit arrays, 12.
-    counts = np.uint16 if farthest <= np.iinfo(np.uint16).max else np.int32
-    parts = queries.view(columns.dtype).T  # row w: every query's w-th word
-    block = max(1024, _PASS_BLOCK // len(queries))
-    differ = np.empty((len(queries), block), dtype=columns.dtype)
-    bits = np.empty((len(queries), block), dtype=np.uint8)
-    apart = np.empty((len(queries), block), dtype=counts)
-    distances = np.empty(len(keys), dtype=counts)
-    for start in range(0, len(keys), block):
-        end = min(len(keys), start + block)
-        width = end - start
-        differ_now, bits_now, apart_now = differ[:, :width], bits[:, :width], apart[:, :width]
-        apart_now[:] = 0
-        for column, part in zip(columns[:, start:end], parts, strict=True):
-            np.bitwise_xor(column[None, :], part[:, None], out=differ_now)
-            np.bitwise_count(differ_now, out=bits_now)
-            np.add(apart_now, bits_now, out=apart_now)
-        # A slot's distance is to the query it is nearest to.
-        np.min(apart_now, axis=0, out=distances[start:end])
-    # An empty slot (a deleted or never used one) is farther than any vector.
-    distances[~slots.valid] = farthest
-    count = min(k, slots.count)
-    if count == 0:
-        return []
-    # Only the slots within the count-th distance are sorted (a partition is linear).
-    within = distances <= np.partition(distances, count - 1)[count - 1]
-    keys, distances = keys[within], distances[within]
-    order = np.lexsort((keys, distances))[:count]
-    return [int(key) for key in keys[order]]
+_KEPT: KeptScopes[Slots] = KeptScopes(KEPT_BYTES)
 
 
 class SqliteVectors(VectorEngine):
@@ -324,7 +150,7 @@ class SqliteVectors(VectorEngine):
                     (
                         row.row_key,
                         row.scope_id,
-                        _code(vector).tobytes(),
+                        code(vector).tobytes(),
                         row.cited_id,
                         str(row.version),
                         to_sqlite_vec(vector),
@@ -349,7 +175,7 @@ class SqliteVectors(VectorEngine):
             # Every vector of the scope is a candidate: no code comparison to make.
             candidates = [int(key) for key in slots.keys[slots.valid]]
         else:
-            candidates = _code_nearest(slots, list(queries), coarse)
+            candidates = nearest_by_code(slots, list(queries), coarse)
         if not candidates:
             return []
         if slots.floats is not None:
@@ -358,7 +184,7 @@ class SqliteVectors(VectorEngine):
             # The float vectors of every candidate, then the cited id and version of the
             # k kept alone: each column read costs (1,056 candidates: 1.4 against 1.7 ms).
             stored = self._auxiliary(index, "value02", candidates)
-            rows, matrix, damaged = _float_matrix(stored, queries.shape[1])
+            rows, matrix, damaged = float_matrix(stored, queries.shape[1])
             if damaged:
                 # Left out, never a 500 for the whole scope: the others are still exact.
                 self.damage.note_rows(index, damaged)
@@ -423,7 +249,7 @@ class SqliteVectors(VectorEngine):
         if not len(vectors):
             return []
         slots = self._scope_slots(index, scope_id, len(np.asarray(vectors[0])))
-        return _code_nearest(slots, vectors, k)
+        return nearest_by_code(slots, vectors, k)
 
     def _chunks(self, index: SearchIndex, scope_id: str | None) -> list[Any]:
         """(chunk id, slots, validity, row ids, codes, scope) of the scope's chunks (every
@@ -443,8 +269,8 @@ class SqliteVectors(VectorEngine):
             found: list[Any] = cursor.fetchall()
         return found
 
-    def _scope_slots(self, index: SearchIndex, scope_id: str, dimension: int) -> _Slots:
-        """The scope's chunk slots (:class:`_Slots`, vectors of ``dimension`` values): as
+    def _scope_slots(self, index: SearchIndex, scope_id: str, dimension: int) -> Slots:
+        """The scope's chunk slots (:class:`Slots`, vectors of ``dimension`` values): as
         kept since they were read, while the index's token (``vectors.changes``) stands,
         else read now (with a small scope's float vectors) and kept under the token read
         before them. ValueError when a chunk's storage is damaged. An index without a
@@ -456,22 +282,20 @@ class SqliteVectors(VectorEngine):
             kept = _KEPT.get(key, token)
             if kept is not None and kept.columns.nbytes == code_bytes * len(kept.keys):
                 return kept
-        slots = _slots(*self._scope_codes(index, scope_id, code_bytes))
+        slots = slots_of(*self._scope_codes(index, scope_id, code_bytes))
         if token is not None:
             if slots.count <= FLOATS_KEPT_ROWS:
                 slots = replace(slots, floats=self._scope_floats(index, slots, dimension))
             _KEPT.put(key, token, slots, slots.nbytes)
         return slots
 
-    def _scope_floats(self, index: SearchIndex, slots: _Slots, dimension: int) -> _Floats:
+    def _scope_floats(self, index: SearchIndex, slots: Slots, dimension: int) -> Floats:
         """The float vectors, cited ids and versions of every slot holding a vector; the
         damaged noted and left out, as a search leaves them out."""
         stored = self._auxiliary(
             index, "value00, value01, value02", [int(key) for key in slots.keys[slots.valid]]
         )
-        rows, matrix, damaged = _float_matrix(
-            [(key, blob) for key, _, _, blob in stored], dimension
-        )
+        rows, matrix, damaged = float_matrix([(key, blob) for key, _, _, blob in stored], dimension)
         if damaged:
             self.damage.note_rows(index, damaged)
         order = np.argsort(rows, kind="stable")
@@ -479,7 +303,7 @@ class SqliteVectors(VectorEngine):
         for array in (keys, matrix):
             array.flags.writeable = False
         cited = {int(key): (cited_id, version) for key, cited_id, version, _ in stored}
-        return _Floats(keys, matrix, cited)
+        return Floats(keys, matrix, cited)
 
     def _scope_codes(
         self, index: SearchIndex, scope_id: str, code_bytes: int
@@ -487,14 +311,14 @@ class SqliteVectors(VectorEngine):
         """The scope's chunk slots: their row keys, which hold a vector, and their codes
         (one row of ``code_bytes`` a slot). ValueError when a chunk's storage is damaged."""
         slots = [
-            _chunk_slots(int(size), bytes(validity), bytes(rowids), bytes(codes), code_bytes)
-            for _, size, validity, rowids, codes, _ in self._chunks(index, scope_id)
+            chunk_slots(int(size), bytes(validity), bytes(rowids), bytes(blob), code_bytes)
+            for _, size, validity, rowids, blob, _ in self._chunks(index, scope_id)
         ]
         if not slots:
             empty = np.zeros(0, dtype="<i8")
             return empty, empty.astype(bool), np.zeros((0, code_bytes), dtype=np.uint8)
-        keys, valid, codes = (np.concatenate(part) for part in zip(*slots, strict=True))
-        return keys, valid, codes
+        keys, valid, stored = (np.concatenate(part) for part in zip(*slots, strict=True))
+        return keys, valid, stored
 
     def damaged(
         self,
@@ -510,15 +334,15 @@ class SqliteVectors(VectorEngine):
         found = Damage()
         if keys is not None:
             for key, blob in self._auxiliary(index, "value02", list(keys)):
-                problem = _float_problem(blob, dimension)
+                problem = float_problem(blob, dimension)
                 if problem is not None:
                     found.rows[int(key)] = problem
             return found
         code_bytes = 2 * dimension // 8
-        for chunk_id, size, validity, rowids, codes, _ in self._chunks(index, scope_id):
+        for chunk_id, size, validity, rowids, blob, _ in self._chunks(index, scope_id):
             try:
-                slots = _chunk_slots(
-                    int(size), bytes(validity), bytes(rowids), bytes(codes), code_bytes
+                slots = chunk_slots(
+                    int(size), bytes(validity), bytes(rowids), bytes(blob), code_bytes
                 )
             except ValueError as error:
                 found.storage.append(f"vector chunk {chunk_id} is damaged: {error}")
@@ -528,11 +352,11 @@ class SqliteVectors(VectorEngine):
             floats = self._auxiliary(index, "value02", live)
             for key in set(live) - {int(key) for key, _ in floats}:
                 found.rows[key] = "it has no float vector"
-            good, matrix, bad = _float_matrix(floats, dimension)
+            good, matrix, bad = float_matrix(floats, dimension)
             found.rows.update(bad)
             stored_codes = dict(zip(live, chunk_codes[valid], strict=True))
-            for key, code in zip(good, _codes(matrix), strict=True):
-                if not np.array_equal(stored_codes[int(key)], code):
+            for key, recomputed in zip(good, codes(matrix), strict=True):
+                if not np.array_equal(stored_codes[int(key)], recomputed):
                     found.rows[int(key)] = "its 2-bit code disagrees with its float vector"
         return found
 
@@ -546,7 +370,7 @@ class SqliteVectors(VectorEngine):
             if not isinstance(blob, bytes) or not blob or len(blob) % 4:
                 continue
             vector = np.frombuffer(blob, dtype="<f4")
-            if _float_problem(blob, len(vector)) is None:
+            if float_problem(blob, len(vector)) is None:
                 found.append((int(key), str(cited), str(version), vector))
         return found
 
@@ -582,5 +406,5 @@ class SqliteVectors(VectorEngine):
             )
             stored = cursor.fetchall()
         keys = np.frombuffer(b"".join(bytes(row[1]) for row in stored), dtype="<i8")
-        valid = _valid_slots(b"".join(bytes(row[0]) for row in stored), len(keys))
+        valid = valid_slots(b"".join(bytes(row[0]) for row in stored), len(keys))
         return [int(key) for key in keys[valid]]

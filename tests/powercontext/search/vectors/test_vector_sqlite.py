@@ -12,7 +12,7 @@ from memory import services as memory_services
 from memory.search_index import MEMORY_INDEX
 from powercontext import embedding
 from powercontext.models import VectorIndexState
-from powercontext.search import vector_sqlite, vectors
+from powercontext.search import vector_sqlite, vector_sqlite_slots, vectors
 from powercontext.search.vectors import VectorRow
 from powercontext.snapshot import read_snapshot
 from tests.conftest import sqlite_only
@@ -77,7 +77,7 @@ def test_the_code_scan_finds_what_sqlite_vecs_own_hamming_knn_finds(table):
             cursor.execute(
                 "SELECT rowid, distance FROM knn_test_vec WHERE embedding_code MATCH "
                 "vec_bit(%s) AND k = 300 AND scope_id = %s",
-                [vector_sqlite._code(query).tobytes(), SCOPE],
+                [vector_sqlite_slots.code(query).tobytes(), SCOPE],
             )
             theirs = dict(cursor.fetchall())
         distance = {key: _levels_apart(matrix[key - 1], query) for key in ours}
@@ -126,7 +126,7 @@ def test_the_stored_vectors_are_read_as_vec0_itself_lists_them(table):
 
 def _levels_apart(vector, other):
     """The codes' Hamming distance, from its definition: the sum of level differences."""
-    step = vector_sqlite.LEVEL / np.sqrt(DIMENSION)
+    step = vector_sqlite_slots.LEVEL / np.sqrt(DIMENSION)
 
     def levels(values):
         return (values > -step).astype(int) + (values > step).astype(int)
@@ -221,13 +221,13 @@ def test_codes_are_compared_only_when_the_scope_has_more_rows_than_the_candidate
     engine = vector_sqlite.SqliteVectors()
     query = _unit(rng.standard_normal(DIMENSION))
     passes = []
-    code_nearest = vector_sqlite._code_nearest
+    code_nearest = vector_sqlite.nearest_by_code
 
     def counted(*args):
         passes.append(args[-1])
         return code_nearest(*args)
 
-    monkeypatch.setattr(vector_sqlite, "_code_nearest", counted)
+    monkeypatch.setattr(vector_sqlite, "nearest_by_code", counted)
 
     found = engine.nearest(table, scope_id=SCOPE, vectors=[query], k=5)
 
