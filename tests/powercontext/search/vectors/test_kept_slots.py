@@ -1,7 +1,8 @@
-"""SQLite keeps each scope's codes between searches (``vector_sqlite``, ``vectors.kept``)
-under the index's token (``vectors.changes``): a search answers from what it kept only
-while no change to the vectors has been committed since, by any connection, and never
-from a change that was rolled back."""
+"""SQLite keeps each scope's codes between searches, and a small scope's float vectors
+(``vector_sqlite``, ``vectors.kept``), under the index's token (``vectors.changes``): a
+search answers from what it kept only while no change to the vectors has been committed
+since, by any connection, never from a change that was rolled back, and exactly as it
+answers from the database."""
 
 import threading
 from dataclasses import dataclass
