@@ -174,10 +174,13 @@ class SqliteVectors(VectorEngine):
         # Every vector of the scope is a candidate when there are no more: no code
         # comparison to make, and kept float vectors are taken whole.
         every = slots.count <= coarse
-        if every and slots.floats is not None:
-            rows, matrix = slots.floats.keys, slots.floats.matrix
-        elif slots.floats is not None:
-            rows, matrix = slots.floats.of(nearest_by_code(slots, list(queries), coarse))
+        floats = slots.floats
+        if floats is not None:
+            rows, matrix = (
+                (floats.keys, floats.matrix)
+                if every
+                else floats.of(nearest_by_code(slots, list(queries), coarse))
+            )
         else:
             candidates = (
                 [int(key) for key in slots.keys[slots.valid]]
@@ -212,8 +215,8 @@ class SqliteVectors(VectorEngine):
             (int(rows[at]), float(distances[at])) for at in np.lexsort((rows, distances))[:k]
         ]
         cited = (
-            slots.floats.cited
-            if slots.floats is not None
+            floats.cited
+            if floats is not None
             else {
                 key: (cited_id, version)
                 for key, cited_id, version in self._auxiliary(

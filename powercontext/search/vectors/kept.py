@@ -47,11 +47,6 @@ class KeptScopes(Generic[Kept]):
             while self._size > self.budget:
                 self._drop(next(iter(self._kept)))
 
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._size = 0
-
     @property
     def size(self) -> int:
         return self._size
