@@ -12,15 +12,36 @@ analyzed tokens.
 
 from collections.abc import Sequence
 
+from django.db import connection
+
 from powercontext.search import FamilyIndex
 
 
 def memory_documents(row_keys: Sequence[int]) -> dict[int, str]:
-    """{projection row key: the text of the entry version it names}."""
-    from memory.models import MemoryActiveEntry
+    """{projection row key: the text of the entry version it names}.
 
-    rows = MemoryActiveEntry.objects.filter(pk__in=list(row_keys))
-    return dict(rows.values_list("pk", "entry_version__text"))
+    A plain statement: every prepare reads its window's texts (the focus rule's token
+    states are kept by text), and the ORM's query building cost a window of sixteen 0.22
+    ms against 0.03 for the statement."""
+    from memory.models import MemoryActiveEntry, MemoryEntryVersion
+
+    keys = list(row_keys)
+    if not keys:
+        return {}
+    quote = connection.ops.quote_name
+    entry, version = MemoryActiveEntry._meta, MemoryEntryVersion._meta
+    row_key = quote(entry.pk.column)
+    named = quote(entry.get_field("entry_version").column)
+    text_column = quote(version.get_field("text").column)
+    marks = ", ".join(["%s"] * len(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT a.{row_key}, v.{text_column} FROM {quote(entry.db_table)} a "  # noqa: S608 - names only
+            f"JOIN {quote(version.db_table)} v ON v.{quote(version.pk.column)} = a.{named} "
+            f"WHERE a.{row_key} IN ({marks})",
+            keys,
+        )
+        return {int(key): text for key, text in cursor.fetchall()}
 
 
 MEMORY_INDEX = FamilyIndex(
