@@ -21,10 +21,20 @@ from its caches, and a hook rarely sends the same prompt again. The prompts, by 
 - **wrapped 8 KB**: each wrapped prompt followed by the project's next ones, cut at 8,000
   bytes (a long pasted context).
 
+Each checkout is served by ``--servers`` processes (2 by default), started in turn
+(other, this, this, other, ...), and each prompt goes to every one of them, the order
+rotated and reversed so that each goes first as often. Two processes of the same checkout
+answer at different speeds: on the same data, one keep-alive client, p50 of 120 calls,
+prepare differed by up to 4 % and search by up to 12 % between four processes of one
+tree (hash seeds and memory layout differ per process; with PYTHONHASHSEED fixed, 4 %).
+One process a side cannot tell 1.05x from 1.1x, so the table also gives, per checkout,
+the spread of its own processes' p50 (slowest / fastest): a ratio within it is noise.
+
 A few prompts that are not measured warm each server first (its model loaded, its
-statements prepared). Prints one table: p50 of each kind on both and the ratio (this
-checkout / the other: under 1 is faster). Both sides come from the same run, so a loaded
-machine inflates both; the ratios are what to compare across runs.
+statements prepared). Prints one table: p50 of each kind on both (every process of a
+side pooled), the ratio (this checkout / the other: under 1 is faster) and the spreads.
+Both sides come from the same run, so a loaded machine inflates both; the ratios are what
+to compare across runs.
 """
 
 from __future__ import annotations
@@ -72,6 +82,15 @@ def serve(root: Path, python: str, home: Path, port: int) -> subprocess.Popen:
         )
 
 
+def rotation(servers: int, at: int) -> list[int]:
+    """The order in which the ``servers`` answer the ``at``-th prompt: each rotation of
+    them, then each reversed, so that every server goes first, and follows each other,
+    as often as any."""
+    start = at % servers
+    order = [*range(start, servers), *range(start)]
+    return order[::-1] if (at // servers) % 2 else order
+
+
 @contextmanager
 def served(root: Path, python: str) -> Iterator[int]:
     """The port of ``root``'s server, live; stopped on exit."""
@@ -117,14 +136,15 @@ def prompts_of(project: dict, scope: str, limit: int | None) -> dict[str, list[t
     return {kind: [(scope, p) for p in found[:limit]] for kind, found in kinds.items()}
 
 
-def measure(args: argparse.Namespace, ports: dict[str, int]) -> dict[str, dict[str, list[float]]]:
+def measure(args: argparse.Namespace, ports: list[tuple[str, int]]) -> dict[str, list[list[float]]]:
+    """Each kind's milliseconds, per server (in the order of ``ports``: (side, port))."""
     kinds: dict[str, list[tuple[str, str]]] = {}
     for path in sorted(glob.glob(args.files)):
         project = json.loads(Path(path).read_text(encoding="utf-8"))
         scope = f"versus-{project['project']}"
         for entry in project["entries"]:
             body = {"scope_id": scope, "kind": entry["kind"], "text": entry["text"]}
-            for port in ports.values():
+            for _, port in ports:
                 post(port, "/v1/memory/remember", body)
         for kind, found in prompts_of(project, scope, args.limit).items():
             kinds.setdefault(kind, []).extend(found)
@@ -134,34 +154,51 @@ def measure(args: argparse.Namespace, ports: dict[str, int]) -> dict[str, dict[s
     # share no sentence (a segment's embedding is kept) with a prompt measured after.
     for scope, prompt in [*kinds["short"][:WARM_PROMPTS], *kinds["wrapped"][:WARM_PROMPTS]]:
         backwards = " ".join(reversed(prompt.split()))
-        for port in ports.values():
+        for _, port in ports:
             post(port, "/v1/context/prepare", {"scope_id": scope, "query": backwards})
-    times: dict[str, dict[str, list[float]]] = {}
+    times: dict[str, list[list[float]]] = {}
     for kind, found in kinds.items():
-        times[kind] = {side: [] for side in ports}
+        times[kind] = [[] for _ in ports]
         for at, (scope, prompt) in enumerate(found):
             body = {"scope_id": scope, "query": prompt, "max_bytes": 8000}
-            for side in list(ports) if at % 2 == 0 else reversed(list(ports)):
-                times[kind][side].append(post(ports[side], "/v1/context/prepare", body))
+            for server in rotation(len(ports), at):
+                times[kind][server].append(post(ports[server][1], "/v1/context/prepare", body))
     return times
 
 
-def render(args: argparse.Namespace, times: dict[str, dict[str, list[float]]]) -> str:
+def spread(per_server: list[list[float]]) -> float:
+    """The slowest of these servers' p50 over the fastest's (1.0 for one server)."""
+    medians = [statistics.median(times) for times in per_server]
+    return max(medians) / min(medians)
+
+
+def render(args: argparse.Namespace, sides: list[str], times: dict[str, list[list[float]]]) -> str:
+    """The table: per kind, each side's p50 over all its servers, the ratio, and the
+    spread of each side's own servers."""
+    servers = len(sides) // 2
     lines = [
-        f"# prepare p50, {args.before_label} against this checkout, alternating; "
-        "each prompt asked once of each",
+        f"# prepare p50, {args.before_label} against this checkout, {servers} server(s) "
+        "each; every prompt asked once of every server",
         "",
-        f"| prompts | n | {args.before_label} | this checkout | ratio |",
-        "|---|---|---|---|---|",
+        f"| prompts | n | {args.before_label} | this checkout | ratio "
+        "| spread of its servers: other / this |",
+        "|---|---|---|---|---|---|",
     ]
-    for kind, sides in times.items():
-        if not sides["before"]:
-            lines.append(f"| {kind} | 0 | - | - | - |")
+    for kind, per_server in times.items():
+        of = {
+            side: [times for at, times in enumerate(per_server) if sides[at] == side]
+            for side in ("before", "after")
+        }
+        if not of["before"][0]:
+            lines.append(f"| {kind} | 0 | - | - | - | - |")
             continue
-        before, after = (statistics.median(sides[side]) for side in ("before", "after"))
+        before, after = (
+            statistics.median([value for times in of[side] for value in times])
+            for side in ("before", "after")
+        )
         lines.append(
-            f"| {kind} | {len(sides['before'])} | {before:.1f} ms | {after:.1f} ms "
-            f"| {after / before:.2f}x |"
+            f"| {kind} | {len(of['before'][0])} | {before:.1f} ms | {after:.1f} ms "
+            f"| {after / before:.2f}x | {spread(of['before']):.2f}x / {spread(of['after']):.2f}x |"
         )
     return "\n".join(lines)
 
@@ -172,8 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before-python", help="its Python (default: <before>/.venv/bin/python)")
     parser.add_argument("--files", required=True, help="coding-memory project files (a glob)")
     parser.add_argument("--limit", type=int, help="prompts of each kind per project")
+    parser.add_argument(
+        "--servers", type=int, default=2, help="processes serving each checkout (default 2)"
+    )
     parser.add_argument("--ci", action="store_true", help="against itself, 5 prompts a kind")
     args = parser.parse_args(argv)
+    if args.servers < 1:
+        parser.error("--servers must be at least 1")
     if args.ci:
         args.limit = args.limit or 5
     before = (args.before or ROOT).resolve()
@@ -185,12 +227,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {before} has no .venv: served with {sys.executable}", flush=True)
         python = sys.executable
     args.before_label = "this checkout again" if before == ROOT else str(before)
+    # Started in turn, other, this, this, other, ...: neither side always starts first.
+    sides = [
+        side
+        for pair in range(args.servers)
+        for side in (("before", "after") if pair % 2 == 0 else ("after", "before"))
+    ]
     with ExitStack() as stack:
-        ports = {
-            "before": stack.enter_context(served(before, python)),
-            "after": stack.enter_context(served(ROOT, sys.executable)),
-        }
-        print(render(args, measure(args, ports)), flush=True)
+        ports = [
+            (
+                side,
+                stack.enter_context(
+                    served(before, python) if side == "before" else served(ROOT, sys.executable)
+                ),
+            )
+            for side in sides
+        ]
+        print(render(args, sides, measure(args, ports)), flush=True)
     return 0
 
 
