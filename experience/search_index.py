@@ -15,7 +15,7 @@ Its vector channel embeds the head revision's four fields as written
 import json
 from collections.abc import Sequence
 
-from django.db.models import Q
+from django.db import connection
 
 from experience.values import EXPERIENCE_FAMILY, PROPOSAL_FIELDS, Proposal
 from powercontext import redaction
@@ -44,31 +44,41 @@ def approval_documents(scope_id: str, candidate_id: str, version: int) -> list[s
 
 
 def experience_documents(row_keys: Sequence[int]) -> dict[int, str]:
-    """{head row key: the document of the head's revision}."""
+    """{head row key: the document of the head's revision}.
+
+    One plain statement, each head joined to its revision: every prepare reads its
+    window's documents (``memory.search_index.memory_documents`` says why), and the ORM
+    built a condition per head."""
     from powercontext.models import ArtifactHead, ArtifactRevision
 
-    heads = ArtifactHead.objects.filter(pk__in=list(row_keys), family=EXPERIENCE_FAMILY)
-    key_of = {
-        (scope, artifact, revision): key
-        for key, scope, artifact, revision in heads.values_list(
-            "pk", "scope_id", "artifact_id", "revision"
-        )
-    }
-    if not key_of:
+    keys = list(row_keys)
+    if not keys:
         return {}
-    wanted = Q()
-    for scope, artifact, revision in key_of:
-        wanted |= Q(scope_id=scope, artifact_id=artifact, revision=revision)
-    revisions = ArtifactRevision.objects.filter(wanted, family=EXPERIENCE_FAMILY)
+    quote = connection.ops.quote_name
+    head, revision = ArtifactHead._meta, ArtifactRevision._meta
+    row_key = quote(head.pk.column)
+    joined = " AND ".join(
+        f"r.{quote(revision.get_field(name).column)} = h.{quote(head.get_field(name).column)}"
+        for name in ("scope_id", "family", "artifact_id", "revision")
+    )
+    family = quote(head.get_field("family").column)
+    content = quote(revision.get_field("content").column)
+    marks = ", ".join(["%s"] * len(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT h.{row_key}, r.{content} FROM {quote(head.db_table)} h "  # noqa: S608 - names only
+            f"JOIN {quote(revision.db_table)} r ON {joined} "
+            f"WHERE h.{family} = %s AND h.{row_key} IN ({marks})",
+            [EXPERIENCE_FAMILY, *keys],
+        )
+        found = cursor.fetchall()
     documents = {}
-    for scope, artifact, revision, content in revisions.values_list(
-        "scope_id", "artifact_id", "revision", "content"
-    ):
+    for key, text in found:
         try:
-            proposal = Proposal.from_payload(json.loads(content))
+            proposal = Proposal.from_payload(json.loads(text))
         except (ValueError, KeyError, TypeError):
             continue  # not a proposal: check_integrity reports the revision
-        documents[key_of[(scope, artifact, revision)]] = proposal_document(proposal)
+        documents[int(key)] = proposal_document(proposal)
     return documents
 
 
