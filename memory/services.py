@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from memory.exceptions import MemoryEntryInactive
 from memory.models import (
@@ -157,24 +157,42 @@ def _active_entry_says(scope_id: str, kind: str, text: str) -> bool:
     reverse): the versions with this content hash (indexed), then whether one of them is
     in an open, active manifest row. The kind and text are compared too, so only what a
     version really says counts.
-    """
+
+    Plain statements, versions first: every remember asks twice (before its transaction
+    and inside it), and the ORM's queries cost 0.2-0.6 ms a time against 0.03-0.06. Not
+    one join: without statistics SQLite's planner walked the scope's open manifest rows
+    first (every active entry) instead of the one or two versions."""
     digest = content_hash(kind=kind, text=text, source_refs=[], artifact_refs=[])
-    same = [
-        version_id
-        for version_id, stored_kind, stored_text in MemoryEntryVersion.objects.filter(
-            scope_id=scope_id, content_hash=digest
-        ).values_list("entry_version_id", "kind", "text")
-        if stored_kind == kind and stored_text == text
-    ]
-    return (
-        bool(same)
-        and MemoryManifestRow.objects.filter(
-            scope_id=scope_id,
-            entry_version_id__in=same,
-            valid_to__isnull=True,
-            state=ManifestState.ACTIVE,
-        ).exists()
-    )
+    quote = connection.ops.quote_name
+    version, row = MemoryEntryVersion._meta, MemoryManifestRow._meta
+
+    def column(meta: Any, name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote(version.pk.column)}, {column(version, 'kind')}, "  # noqa: S608 - names only
+            f"{column(version, 'text')} FROM {quote(version.db_table)} "
+            f"WHERE {column(version, 'scope_id')} = %s AND {column(version, 'content_hash')} = %s",
+            [scope_id, digest],
+        )
+        same = [
+            version_id
+            for version_id, stored_kind, stored_text in cursor.fetchall()
+            if stored_kind == kind and stored_text == text
+        ]
+        # One version at a time (almost always the only one): with two in an IN list,
+        # SQLite's planner walked the scope's open rows by manifest_open_idx instead.
+        for version_id in same:
+            cursor.execute(
+                f"SELECT 1 FROM {quote(row.db_table)} "  # noqa: S608 - names only
+                f"WHERE {column(row, 'entry_version')} = %s AND {column(row, 'scope_id')} = %s "
+                f"AND {column(row, 'valid_to')} IS NULL AND {column(row, 'state')} = %s LIMIT 1",
+                [version_id, scope_id, ManifestState.ACTIVE.value],
+            )
+            if cursor.fetchone() is not None:
+                return True
+        return False
 
 
 def memory_entry_revise(

@@ -81,3 +81,33 @@ def test_an_entry_gone_before_the_write_is_added_again_with_its_vector(
     assert added["entry"] is not None
     assert embedded_texts == [["Deploys go through the staging pipeline."]] * 2
     assert vectors.coverage(MEMORY_INDEX, scope_id=SCOPE).missing == []
+
+
+def test_of_several_versions_saying_it_the_active_one_makes_it_a_no_op(api, remember):
+    """A text said by a superseded version and by an active one: remembering it again is
+    a no-op however the versions are looked at (each of them in turn)."""
+    first = remember("Deploys go through the staging pipeline.")["entry"]
+    api.ok(
+        "/v1/memory/entries/revise",
+        {
+            "scope_id": SCOPE,
+            "citation": first["citation"],
+            "kind": "note",
+            "text": "Deploys go through the canary pipeline.",
+        },
+    )
+    # Said now by no active entry: a new entry says it again, beside the old version.
+    second = remember("Deploys go through the staging pipeline.")
+    assert second["entry"] is not None
+    assert second["entry"]["citation"]["entry_id"] != first["citation"]["entry_id"]
+    assert services._active_entry_says(SCOPE, "note", "Deploys go through the staging pipeline.")
+    again = remember("Deploys go through the staging pipeline.")
+    assert again == {"memory": second["memory"], "entry": None}
+    # Neither says it in another kind, nor what the first entry says now in another scope.
+    assert not services._active_entry_says(
+        SCOPE, "gotcha", "Deploys go through the staging pipeline."
+    )
+    assert not services._active_entry_says(
+        "scope-b", "note", "Deploys go through the canary pipeline."
+    )
+    assert services._active_entry_says(SCOPE, "note", "Deploys go through the canary pipeline.")
