@@ -54,21 +54,15 @@ def experience_documents(row_keys: Sequence[int]) -> dict[int, str]:
     keys = list(row_keys)
     if not keys:
         return {}
-    quote = connection.ops.quote_name
-    head, revision = ArtifactHead._meta, ArtifactRevision._meta
-    row_key = quote(head.pk.column)
-    joined = " AND ".join(
-        f"r.{quote(revision.get_field(name).column)} = h.{quote(head.get_field(name).column)}"
-        for name in ("scope_id", "family", "artifact_id", "revision")
-    )
-    family = quote(head.get_field("family").column)
-    content = quote(revision.get_field("content").column)
+    heads = connection.ops.quote_name(ArtifactHead._meta.db_table)
+    revisions = connection.ops.quote_name(ArtifactRevision._meta.db_table)
     marks = ", ".join(["%s"] * len(keys))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT h.{row_key}, r.{content} FROM {quote(head.db_table)} h "  # noqa: S608 - names only
-            f"JOIN {quote(revision.db_table)} r ON {joined} "
-            f"WHERE h.{family} = %s AND h.{row_key} IN ({marks})",
+            f"SELECT h.id, r.content FROM {heads} h JOIN {revisions} r "  # noqa: S608 - names and placeholders only
+            "ON r.scope_id = h.scope_id AND r.family = h.family "
+            "AND r.artifact_id = h.artifact_id AND r.revision = h.revision "
+            f"WHERE h.family = %s AND h.id IN ({marks})",
             [EXPERIENCE_FAMILY, *keys],
         )
         found = cursor.fetchall()

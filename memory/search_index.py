@@ -28,17 +28,13 @@ def memory_documents(row_keys: Sequence[int]) -> dict[int, str]:
     keys = list(row_keys)
     if not keys:
         return {}
-    quote = connection.ops.quote_name
-    entry, version = MemoryActiveEntry._meta, MemoryEntryVersion._meta
-    row_key = quote(entry.pk.column)
-    named = quote(entry.get_field("entry_version").column)
-    text_column = quote(version.get_field("text").column)
+    active = connection.ops.quote_name(MemoryActiveEntry._meta.db_table)
+    versions = connection.ops.quote_name(MemoryEntryVersion._meta.db_table)
     marks = ", ".join(["%s"] * len(keys))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT a.{row_key}, v.{text_column} FROM {quote(entry.db_table)} a "  # noqa: S608 - names only
-            f"JOIN {quote(version.db_table)} v ON v.{quote(version.pk.column)} = a.{named} "
-            f"WHERE a.{row_key} IN ({marks})",
+            f"SELECT a.id, v.text FROM {active} a "  # noqa: S608 - names and placeholders only
+            f"JOIN {versions} v ON v.entry_version_id = a.entry_version_id WHERE a.id IN ({marks})",
             keys,
         )
         return {int(key): text for key, text in cursor.fetchall()}

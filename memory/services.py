@@ -45,6 +45,7 @@ from memory.values import (
 from powercontext.artifacts import HeadMoved, head_advance, head_revision, revision_append
 from powercontext.chain import canonical_json, tagged_sha256
 from powercontext.exceptions import PowerContextError, RevisionConflict
+from powercontext.fields import identity_text
 from powercontext.redaction import Redactions
 from powercontext.search import Embedded
 
@@ -163,17 +164,12 @@ def _active_entry_says(scope_id: str, kind: str, text: str) -> bool:
     one join: without statistics SQLite's planner walked the scope's open manifest rows
     first (every active entry) instead of the one or two versions."""
     digest = content_hash(kind=kind, text=text, source_refs=[], artifact_refs=[])
-    quote = connection.ops.quote_name
-    version, row = MemoryEntryVersion._meta, MemoryManifestRow._meta
-
-    def column(meta: Any, name: str) -> str:
-        return quote(meta.get_field(name).column)
-
+    versions = connection.ops.quote_name(MemoryEntryVersion._meta.db_table)
+    manifest = connection.ops.quote_name(MemoryManifestRow._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {quote(version.pk.column)}, {column(version, 'kind')}, "  # noqa: S608 - names only
-            f"{column(version, 'text')} FROM {quote(version.db_table)} "
-            f"WHERE {column(version, 'scope_id')} = %s AND {column(version, 'content_hash')} = %s",
+            f"SELECT entry_version_id, kind, text FROM {versions} "  # noqa: S608 - names and placeholders only
+            "WHERE scope_id = %s AND content_hash = %s",
             [scope_id, digest],
         )
         same = [
@@ -185,10 +181,9 @@ def _active_entry_says(scope_id: str, kind: str, text: str) -> bool:
         # SQLite's planner walked the scope's open rows by manifest_open_idx instead.
         for version_id in same:
             cursor.execute(
-                f"SELECT 1 FROM {quote(row.db_table)} "  # noqa: S608 - names only
-                f"WHERE {column(row, 'entry_version')} = %s AND {column(row, 'scope_id')} = %s "
-                f"AND {column(row, 'valid_to')} IS NULL AND {column(row, 'state')} = %s LIMIT 1",
-                [version_id, scope_id, ManifestState.ACTIVE.value],
+                f"SELECT 1 FROM {manifest} WHERE entry_version_id = %s AND scope_id = %s "  # noqa: S608 - names and placeholders only
+                "AND valid_to IS NULL AND state = %s LIMIT 1",
+                [identity_text(version_id), scope_id, ManifestState.ACTIVE.value],
             )
             if cursor.fetchone() is not None:
                 return True
@@ -423,13 +418,10 @@ def projection_sync(version: MemoryEntryVersion, state: str) -> None:
 def _projected_text(scope_id: str, entry_id: str) -> str | None:
     """The entry's searchable text in the projection, None when it has no row there. A
     plain statement: every write reads it (the ORM's took longer to build than to run)."""
-    quote = connection.ops.quote_name
-    entry = MemoryActiveEntry._meta
+    table = connection.ops.quote_name(MemoryActiveEntry._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {quote(entry.get_field('searchable_text').column)} "  # noqa: S608 - names only
-            f"FROM {quote(entry.db_table)} WHERE {quote(entry.get_field('scope_id').column)} = %s "
-            f"AND {quote(entry.get_field('entry_id').column)} = %s",
+            f"SELECT searchable_text FROM {table} WHERE scope_id = %s AND entry_id = %s",  # noqa: S608 - names and placeholders only
             [scope_id, entry_id],
         )
         found = cursor.fetchone()
