@@ -61,12 +61,12 @@ def revision_append(
                 "WHERE scope_id = %s AND family = %s AND artifact_id = %s AND revision = %s",
                 [scope_id, family, artifact_id, revision - 1],
             )
-            found = cursor.fetchall()
-        if len(found) != 1:
+            found = cursor.fetchone()  # one at most: the revision's unique key
+        if found is None:
             raise ArtifactRevision.DoesNotExist(
                 f"revision {revision - 1} of {family}/{artifact_id} in {scope_id} is missing"
             )
-        previous_hash = found[0][0]
+        previous_hash = found[0]
     text = canonical_json(content)
     return ArtifactRevision.objects.create(
         scope_id=scope_id,

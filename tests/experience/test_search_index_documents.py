@@ -7,7 +7,6 @@ import pytest
 
 from experience.search_index import experience_documents, proposal_document
 from experience.values import EXPERIENCE_FAMILY, Proposal
-from memory.services import memory_remember
 from powercontext.models import ArtifactHead, ArtifactRevision
 from tests.experience.conftest import proposal
 
@@ -17,7 +16,6 @@ pytestmark = pytest.mark.django_db
 def test_each_head_gives_the_document_of_its_own_revision(propose, approve):
     for lesson in ("Run the importer on a copy first.", "Pin the schema before a migration."):
         approve(propose(proposal=proposal(lesson)))
-    memory_remember(scope_id="scope-a", kind="note", text="A Memory head is not an Experience.")
     heads = ArtifactHead.objects.filter(family=EXPERIENCE_FAMILY)
     expected = {}
     for head in heads:
@@ -29,9 +27,21 @@ def test_each_head_gives_the_document_of_its_own_revision(propose, approve):
         ).content
         expected[head.pk] = proposal_document(Proposal.from_payload(json.loads(content)))
     assert len(expected) == 2
-    memory_head = ArtifactHead.objects.exclude(family=EXPERIENCE_FAMILY).get()
+    # A head of another family whose revision reads as a proposal all the same.
+    other = ArtifactHead.objects.create(
+        scope_id="scope-a", family="other", artifact_id="copy", revision=1
+    )
+    ArtifactRevision.objects.create(
+        scope_id="scope-a",
+        family="other",
+        artifact_id="copy",
+        revision=1,
+        content=content,
+        previous_hash="0" * 64,
+        revision_hash="1" * 64,
+    )
 
-    assert experience_documents([*expected, memory_head.pk, max(expected) + 1000]) == expected
+    assert experience_documents([*expected, other.pk, max(expected) + 1000]) == expected
     assert experience_documents([]) == {}
 
 
