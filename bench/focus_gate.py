@@ -165,7 +165,7 @@ class TokenVectors:
         rows = token_states.rows_for([text])
         if rows is None:
             raise SystemExit("the semantic channel cannot embed: no token states to measure")
-        return rows[0]
+        return rows[0].astype("float32")  # kept as float16; products of those skip BLAS
 
     def table(self, text: str) -> Any:
         from powercontext.embedding.model import is_word_token

@@ -60,6 +60,7 @@ def keep(identity: str, texts: Sequence[str], states: Sequence[TokenStates]) -> 
                 _kept.move_to_end(key)
                 continue
             rows = content(state)
+            rows.flags.writeable = False  # shared with every later prompt that reads it
             _kept[key] = rows
             _kept_bytes += rows.nbytes
         while _kept_bytes > KEPT_BYTES and _kept:
@@ -75,8 +76,10 @@ def forget() -> None:
 
 
 def rows_for(texts: Sequence[str]) -> list[Any] | None:
-    """The content rows of ``texts`` (float32): the kept ones, the others embedded in one
-    call (and kept). None when the channel cannot embed (switched off, no model)."""
+    """The content rows of ``texts`` as kept (float16, read-only: widen them before a
+    product, as ``relevance.focus.matches_all`` does once for all of them): the kept ones,
+    the others embedded in one call (and kept). None when the channel cannot embed
+    (switched off, no model)."""
     if not embeddings.enabled():
         return None
     try:
@@ -97,5 +100,4 @@ def rows_for(texts: Sequence[str]) -> list[Any] | None:
             )
     except embeddings.EmbeddingsUnavailable:
         return None
-    # Products of float16 rows run without BLAS.
-    return [found[text].astype("float32") for text in texts]
+    return [found[text] for text in texts]

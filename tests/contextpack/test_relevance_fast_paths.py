@@ -1,14 +1,16 @@
 """The relevance decision's per-candidate and per-word shortcuts give what the plain
 definitions give, on seeded random input: the ASCII checks done in C (``readable``,
-``_is_anchor``, ``_is_identifier``), coverage's weights taken once per query and the focus
-lift's median taken by the standard library."""
+``_is_anchor``, ``_is_identifier``), coverage's weights taken once per query (and only the
+segments a candidate touches summed), the focus lift's median taken by the standard
+library, the window's focus means taken a segment at a time, and the near-duplicates'
+numbered terms."""
 
 import random
 import unicodedata
 
 import numpy as np
 
-from powercontext.search.relevance import anchors, evidence, focus, numbers
+from powercontext.search.relevance import anchors, evidence, focus, near_duplicates, numbers
 
 ALPHABET = "aZ9_.-x" + "éß中Ж" + "AbC0 "
 
@@ -78,7 +80,8 @@ def test_coverage_prepared_once_is_the_same_float():
     vocabulary = [f"t{at}" for at in range(30)]
     for _ in range(500):
         weights = {term: rng.random() * 3 for term in rng.sample(vocabulary, 12)}
-        segments = [rng.sample(vocabulary, rng.randint(0, 8)) for _ in range(rng.randint(0, 4))]
+        # Words repeated within a segment count once, as the plain definition counts them.
+        segments = [rng.choices(vocabulary, k=rng.randint(0, 8)) for _ in range(rng.randint(0, 12))]
         prepared = evidence.weighted(weights, segments)
         for _ in range(5):
             terms = frozenset(rng.sample(vocabulary, rng.randint(0, 15)))
@@ -115,3 +118,30 @@ def test_the_focus_lift_is_numpys_median_to_the_bit():
         judged = focus.off_focus([(key, False) for key in keys], matched)
         means = {key: focus._focus_means(matched[key]) for key in keys}
         assert judged.lift == _plain_lift(means)
+
+
+def test_the_windows_focus_means_are_each_candidates_means_to_the_bit():
+    # As leave_off_focus gets them: matches_all's rows are strided views of one product.
+    rng = np.random.default_rng(41)
+    for _ in range(300):
+        lengths = [int(n) for n in rng.integers(0, 90, size=rng.integers(1, 9))]
+        segments = [rng.standard_normal((n, 8)).astype(np.float16) for n in lengths]
+        candidates = [
+            rng.standard_normal((int(rng.integers(0, 40)), 8)).astype(np.float16)
+            for _ in range(int(rng.integers(1, 17)))
+        ]
+        matched = dict(enumerate(focus.matches_all(segments, candidates)))
+        assert focus._focus_means_of(matched) == {
+            key: focus._focus_means(found) for key, found in matched.items()
+        }
+    assert focus._focus_means_of({}) == {}
+    assert focus._focus_means_of({"a": [], "b": []}) == {"a": [], "b": []}
+
+
+def test_numbered_terms_are_the_terms_holding_a_digit():
+    rng = random.Random(41)
+    alphabet = "ab9_-x" + "é中²٣" + "Ⅻ"
+    for _ in range(2000):
+        text = " ".join("".join(rng.choices(alphabet, k=rng.randint(1, 5))) for _ in range(6))
+        expected = frozenset(t for t in text.split() if any(c.isdigit() for c in t))
+        assert near_duplicates.numbered_terms(text) == expected, text

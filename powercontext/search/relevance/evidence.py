@@ -139,13 +139,22 @@ def coverage(
     return coverage_of(terms, weighted(weights, segments))
 
 
-def weighted(
-    weights: Mapping[str, float], segments: Sequence[Collection[str]]
-) -> list[tuple[list[tuple[str, float]], float]]:
+@dataclass(frozen=True)
+class Weighted:
+    """A query's segments as :func:`coverage_of` reads them (:func:`weighted`):
+    ``segments``, each segment's searchable words with their weights, and their total;
+    ``places``, where each word is (its segment, its place in the segment's words)."""
+
+    segments: list[tuple[list[tuple[str, float]], float]]
+    places: dict[str, list[tuple[int, int]]]
+
+
+def weighted(weights: Mapping[str, float], segments: Sequence[Collection[str]]) -> Weighted:
     """Each segment's searchable words with their weights, and their total: the part of
     :func:`coverage` that does not depend on the candidate, done once per query."""
     found = []
-    for segment in segments:
+    places: dict[str, list[tuple[int, int]]] = {}
+    for at, segment in enumerate(segments):
         # In the segment's order, not a set's: a set's order follows the process's hash
         # seed, and so would the sums' last bits and any verdict on a threshold's edge.
         pairs = [
@@ -154,23 +163,30 @@ def weighted(
             if (weight := weights.get(term)) is not None
         ]
         total = 0.0
-        for _, weight in pairs:
+        for place, (term, weight) in enumerate(pairs):
             total += weight  # in the order coverage always summed: the same float
+            places.setdefault(term, []).append((at, place))
         found.append((pairs, total))
-    return found
+    return Weighted(found, places)
 
 
-def coverage_of(
-    terms: Collection[str], segments: Sequence[tuple[list[tuple[str, float]], float]]
-) -> float:
-    """:func:`coverage` over the segments :func:`weighted` prepared."""
+def coverage_of(terms: Collection[str], prepared: Weighted) -> float:
+    """:func:`coverage` over the segments :func:`weighted` prepared. Only the segments
+    holding one of ``terms`` are summed (a wrapped prompt has dozens, a candidate touches
+    a few), each in its words' order: the same float as summing every segment."""
+    touched = sorted(
+        place for term in prepared.places.keys() & terms for place in prepared.places[term]
+    )
     best = 0.0
-    for pairs, total in segments:
+    at = 0
+    while at < len(touched):
+        segment = touched[at][0]
+        pairs, total = prepared.segments[segment]
+        held = 0.0
+        while at < len(touched) and touched[at][0] == segment:
+            held += pairs[touched[at][1]][1]
+            at += 1
         if total > 0:
-            held = 0.0
-            for term, weight in pairs:
-                if term in terms:
-                    held += weight
             best = max(best, held / total)
     return best
 

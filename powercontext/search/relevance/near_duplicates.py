@@ -20,7 +20,12 @@ from powercontext.search.relevance.rules import Verdict
 
 def numbered_terms(searchable_text: str) -> frozenset[str]:
     """The terms of an analyzed text that hold a digit: its numbers and identifiers."""
-    return frozenset(term for term in searchable_text.split() if any(c.isdigit() for c in term))
+    # A term of letters alone (most of them) holds no digit: told in C, not char by char.
+    return frozenset(
+        term
+        for term in searchable_text.split()
+        if not term.isalpha() and any(c.isdigit() for c in term)
+    )
 
 
 def duplicates(
@@ -40,18 +45,26 @@ def duplicates(
     numbered = numbered or {}
     found: dict[str, str] = {}
     kept: list[str] = []
-    units: list[np.ndarray] = []
+    # The kept candidates' unit vectors, a row each: filled as they are kept rather than
+    # stacked again for every candidate (the same product, so the same cosines).
+    units: np.ndarray | None = None
     for key in keys:
         vector = vectors.get(key)
         if vector is None:
             continue
         values = np.asarray(vector, dtype=np.float64)
         norm = float(np.linalg.norm(values))
-        if not norm or not np.isfinite(norm) or (units and values.shape != units[0].shape):
+        if (
+            not norm
+            or not np.isfinite(norm)
+            or (units is not None and values.shape != units.shape[1:])
+        ):
             continue
         unit = values / norm
         said = numbered.get(key, frozenset())
-        cosines = np.stack(units) @ unit if units else np.empty(0)
+        if units is None:
+            units = np.empty((len(keys), *unit.shape))
+        cosines = units[: len(kept)] @ unit
         near = [
             kept[at]
             for at in np.flatnonzero(cosines >= numbers.DUPLICATE_SIMILARITY)
@@ -60,8 +73,8 @@ def duplicates(
         if near:
             found[key] = near[0]
             continue
+        units[len(kept)] = unit
         kept.append(key)
-        units.append(unit)
     return found
 
 

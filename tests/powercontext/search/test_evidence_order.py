@@ -16,7 +16,7 @@ PROGRAM = """
 from powercontext.search.relevance import evidence
 terms = "alpha beta gamma delta epsilon zeta eta theta".split()
 weights = dict(zip(terms, (0.1, 0.2, 0.3, 0.7, 1e-16, 3.3, 0.15, 1.1)))
-(_, total), = evidence.weighted(weights, [terms])
+(_, total), = evidence.weighted(weights, [terms]).segments
 held = evidence.coverage(["alpha", "gamma", "eta", "epsilon"], weights, [terms])
 print(repr(total), repr(held))
 """
