@@ -145,3 +145,14 @@ def test_numbered_terms_are_the_terms_holding_a_digit():
         text = " ".join("".join(rng.choices(alphabet, k=rng.randint(1, 5))) for _ in range(6))
         expected = frozenset(t for t in text.split() if any(c.isdigit() for c in t))
         assert near_duplicates.numbered_terms(text) == expected, text
+
+
+def test_readability_kept_by_digest_stays_bounded_and_right(monkeypatch):
+    monkeypatch.setattr(anchors, "READABLE_KEPT", 8)
+    monkeypatch.setattr(anchors, "_readable_texts", {})
+    rng = random.Random(41)
+    for _ in range(200):
+        text = " ".join(_words(rng, rng.randint(1, 6))) + " 中"
+        assert anchors.readable(text) == _plain_readable(text), text
+        assert anchors.readable(text) == _plain_readable(text), text  # kept, the same
+        assert len(anchors._readable_texts) <= 8

@@ -8,6 +8,7 @@ of a scope. ``readable`` says whether the model can read a text at all.
 """
 
 import functools
+import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -123,9 +124,25 @@ def readable(text: str) -> bool:
     model's vocabulary is English). Text without letters is readable (numbers, symbols)."""
     if text.isascii():
         return True  # Every letter Latin, and checked in C: most entries (once per candidate).
+    # A pack judges some 70 candidates, each prompt again: a Chinese entry's text cost
+    # 32 us to count, its digest 1 us. Kept by digest, not by the text (which may be long).
+    key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    found = _readable_texts.get(key)
+    if found is None:
+        if len(_readable_texts) >= READABLE_KEPT:
+            _readable_texts.clear()  # bounded; the next prompts fill it again
+        found = _readable_texts[key] = _mostly_latin(text)
+    return found
+
+
+# Non-ASCII texts whose readability is kept (16-byte digests: under 1 MB).
+READABLE_KEPT = 4096
+_readable_texts: dict[bytes, bool] = {}
+
+
+def _mostly_latin(text: str) -> bool:
     # Each distinct character once: an analyzed CJK text holds each character in a
-    # unigram and two bigrams, and a pack judges some 70 candidates (a Chinese one cost
-    # 32 us a text char by char, 16 us so).
+    # unigram and two bigrams.
     letters = latin = 0
     for char, count in Counter(text).items():
         if char.isalpha():
