@@ -141,6 +141,7 @@ _readable_texts: dict[bytes, bool] = {}
 
 
 def _mostly_latin(text: str) -> bool:
+    """Whether most of ``text``'s letters are Latin (``readable``, counted)."""
     # Each distinct character once: an analyzed CJK text holds each character in a
     # unigram and two bigrams.
     letters = latin = 0
