@@ -11,7 +11,6 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Collection
 
 from powercontext.search import analyzer
@@ -142,15 +141,9 @@ _readable_texts: dict[bytes, bool] = {}
 
 def _mostly_latin(text: str) -> bool:
     """Whether most of ``text``'s letters are Latin (``readable``, counted)."""
-    # Each distinct character once: an analyzed CJK text holds each character in a
-    # unigram and two bigrams.
-    letters = latin = 0
-    for char, count in Counter(text).items():
-        if char.isalpha():
-            letters += count
-            if char.isascii() or _is_latin(char):
-                latin += count
-    return latin >= numbers.READABLE_SHARE * letters
+    letters = [char for char in text if char.isalpha()]
+    latin = sum(1 for char in letters if char.isascii() or _is_latin(char))
+    return latin >= numbers.READABLE_SHARE * len(letters)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -135,16 +135,12 @@ def off_focus(
     return Focused(focused, frozenset(left_out), lift)
 
 
-def _focus_means(segments: Sequence[Any]) -> list[float]:
-    """A candidate's focus on each segment: the mean of the segment's token matches."""
-    return [float(tokens.mean()) if len(tokens) else 0.0 for tokens in segments]
-
-
 def _focus_means_of(matched: Mapping[str, Sequence[Any]]) -> dict[str, list[float]]:
-    """:func:`_focus_means` of each candidate of ``matched`` (their segments alike), to the
-    bit, in one mean per segment rather than one per candidate and segment (a wrapped
-    prompt's window: 8 calls, not 128). A row of a contiguous table sums its slice in the
-    order a one-dimensional mean does; a strided one would not."""
+    """Each candidate's focus on each segment (their segments alike): the mean of the
+    segment's token matches, 0 for a segment without tokens. One mean per segment over a
+    table of every candidate, not one per candidate and segment (a wrapped prompt's window:
+    8 calls, not 128), and the same floats: a row of a contiguous table sums its slice in
+    the order a one-dimensional mean does; a strided one would not."""
     keys = list(matched)
     lengths = [len(tokens) for tokens in matched[keys[0]]] if keys else []
     if not lengths:
