@@ -68,14 +68,33 @@ def test_a_large_response_is_followed_by_a_trim_once_nothing_is_in_flight():
         releaser.stop()
 
 
-def test_small_responses_trim_nothing():
-    releaser = _releaser()
+def test_small_responses_trim_nothing_while_they_keep_coming_then_once_at_rest():
+    releaser = _releaser(rest=0.4)
     try:
         served = releasing(_app(1000), releaser)
-        for _ in range(20):
+        started = time.monotonic()
+        for _ in range(10):
             _serve(served)
-        time.sleep(0.1)
+            time.sleep(0.02)
+        # Ten requests 20 ms apart: never a rest of 0.4 s among them.
+        if time.monotonic() - started < 0.4:
+            assert releaser._libc.count == 0
+        assert _wait(lambda: releaser._libc.count == 1)
+        time.sleep(0.6)
+        assert releaser._libc.count == 1  # once per rest, not again and again
+    finally:
+        releaser.stop()
+
+
+def test_no_rest_trim_while_a_request_is_in_flight():
+    releaser = _releaser(rest=0.05)
+    try:
+        releaser.started()  # a slow request that has not finished
+        _serve(releasing(_app(1000), releaser))
+        time.sleep(0.3)
         assert releaser._libc.count == 0
+        releaser.finished(0)
+        assert _wait(lambda: releaser._libc.count == 1)
     finally:
         releaser.stop()
 
