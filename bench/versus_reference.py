@@ -22,7 +22,8 @@ swapped every call so neither always goes first on a warm CPU:
    reference's made with ``POST /v1/scopes``); p50 of the first and the last 100;
 2. ``--samples`` prepares (the committed prompts, max_bytes 8000): p50 and p95;
 3. ``--samples`` searches (the committed queries, limit 16): p50;
-4. each server's resident memory (the process and its children) at the end;
+4. each server's resident memory (the process and its children) at the end, and 2 s later
+   (this server gives back what it freed once it rests: server/memory_release.py);
 5. the floor: ``GET /health/live`` and a prepare on an empty scope, ``--samples`` each.
 
 Prints one table with the ratio reference / this server (above 1: this server is faster),
@@ -56,6 +57,7 @@ DEFAULT_VENV = Path.home() / ".cache" / "powercontext" / f"reference-{REFERENCE_
 STAND_IN = Path(__file__).resolve().parent / "reference_stand_in.py"
 START_TIMEOUT = 180
 EDGE = 100  # the first and last this many remembers
+AT_REST_SECONDS = 2.0
 
 
 def free_port() -> int:
@@ -193,6 +195,10 @@ def measure(args: argparse.Namespace, ours_url: str, ours_pid: int, ref_url: str
         ),
     }
     memory = [rss_mib(ref_pid), rss_mib(ours_pid)]
+    # And once both have rested: this server gives back what its last requests freed
+    # after a second without one (server/memory_release.py).
+    time.sleep(AT_REST_SECONDS)
+    memory += [rss_mib(ref_pid), rss_mib(ours_pid)]
     return results, memory
 
 
@@ -221,10 +227,13 @@ def render(args: argparse.Namespace, results: dict, memory: list) -> str:
                 served.percentile(ref_times, 0.95) * 1000,
                 served.percentile(our_times, 0.95) * 1000,
             )
-    ref_mib, ours_mib = memory
-    shown = [f"{m:.0f}" if m is not None else "-" for m in memory]
-    ratio = f"{ref_mib / ours_mib:.2f}x" if ref_mib and ours_mib else "-"
-    lines.append(f"| server RSS at the end (MB) | {shown[0]} | {shown[1]} | {ratio} | |")
+    for name, (ref_mib, ours_mib) in (
+        ("server RSS at the end (MB)", memory[:2]),
+        (f"server RSS {AT_REST_SECONDS:g} s later (MB)", memory[2:]),
+    ):
+        shown = [f"{m:.0f}" if m is not None else "-" for m in (ref_mib, ours_mib)]
+        ratio = f"{ref_mib / ours_mib:.2f}x" if ref_mib and ours_mib else "-"
+        lines.append(f"| {name} | {shown[0]} | {shown[1]} | {ratio} | |")
     return "\n".join(lines)
 
 
