@@ -11,7 +11,7 @@ decision (``powercontext.search.relevance``), and an explicit search's words-onl
 fallback; the family's selector only resolves the hits to its cited values.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -225,13 +225,15 @@ def _search(index: SearchIndex, query: Query, *, scope_id: str, limit: int) -> S
     )
     engine = lexical_engine()
     pool = max(limit, CANDIDATE_POOL)
+    reach = max(pool, relevance.numbers.LEXICAL_REACH)
     candidates: list[IndexHit] = []
     for group in (plan.match, plan.fallback) if query.lexical else ():
         if group and (not candidates or (query.fill and len(candidates) < limit)):
             seen = {hit.cited_id for hit in candidates}
+            matched = engine.match(index, scope_id=scope_id, terms=list(group), limit=reach)
             candidates += [
                 hit
-                for hit in engine.match(index, scope_id=scope_id, terms=list(group), limit=pool)
+                for hit in _scope_cut(matched, plan.weights, query.segments, pool=pool)
                 if hit.cited_id not in seen
             ]
     if any(hit.version != hit.indexed_version for hit in candidates):
@@ -256,6 +258,26 @@ def _search(index: SearchIndex, query: Query, *, scope_id: str, limit: int) -> S
         )
     hits = [item.ranked for item in considered if item.admitted][:limit]
     return Searched(hits, considered, query.mode)
+
+
+def _scope_cut(
+    candidates: list[IndexHit],
+    weights: Mapping[str, float],
+    segments: list[list[str]] | None,
+    *,
+    pool: int,
+) -> list[IndexHit]:
+    """The ``pool`` best of ``candidates`` by the scope's own term counts (``rank`` with
+    the plan's ``weights``), in the engine's order; all of them when they are no more."""
+    if len(candidates) <= pool:
+        return candidates
+    kept = {
+        key
+        for key, _ in rank(
+            ((hit.cited_id, hit.searchable_text) for hit in candidates), weights, segments
+        )[:pool]
+    }
+    return [hit for hit in candidates if hit.cited_id in kept]
 
 
 def lexical_engine() -> SearchEngine:

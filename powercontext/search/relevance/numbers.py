@@ -13,6 +13,15 @@ that a bench replaying the decision with other values sets them on this one modu
 # precision 47.8 %; LoCoMo bare 73.9 / 61.4 %, wrapped 67.6 %); meaning first, as the
 # channel that finds paraphrases.
 TIES_BY_MEANING = 1
+# How many of the engine's best lexical candidates are read, to be cut to the candidate
+# pool (``policy.CANDIDATE_POOL``) by the scope's own term counts (``ranking.rank``). The
+# engine orders by its relevance, whose term counts span every scope of the table: with
+# more matches than the pool, which ones a scope's prompt got depended on what other
+# scopes held. Up to this many matches, the cut is the scope's alone.
+# bench/relevance_fit.py --choose LEXICAL_REACH=50,100,200,400: every LoCoMo fold chose
+# 100 (wrapped held out 67.6 -> 68.4 %); every coding fold 50, by 0.1 point of precision
+# (recall the same at every reach). docs/relevance.md, section 2.
+LEXICAL_REACH = 100
 # A candidate proposed by meaning alone needs this cosine, and to be within
 # SEMANTIC_SPREAD of the best candidate's.
 SEMANTIC_FLOOR = 0.3
