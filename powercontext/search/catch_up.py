@@ -148,12 +148,12 @@ class CatchUp:
         state = vectors.status(index)
         if state.state in (vectors.State.OFF, vectors.State.UNAVAILABLE):
             return
-        coverage = vectors.coverage(index)
-        todo = len(coverage.rows) if not state.ready else len(coverage.missing + coverage.stale)
-        if not coverage.rows or not todo:
+        found = vectors.pending(index)
+        todo = found.rows if not state.ready else found.missing + found.stale
+        if not found.rows or not todo:
             return
         name = f"{index.name} vectors"
-        log.info("%s: %s; embedding in the background.", name, _why(state, coverage))
+        log.info("%s: %s; embedding in the background.", name, _why(state, found))
         logged = [time.monotonic()]
 
         def progress(done: int, total: int) -> None:
@@ -169,7 +169,7 @@ class CatchUp:
         log.info("%s: %s.", name, report.index)
 
 
-def _why(state: vectors.VectorStatus, coverage: vectors.Coverage) -> str:
+def _why(state: vectors.VectorStatus, found: vectors.Pending) -> str:
     if not state.ready:
         return state.detail
-    return f"{len(coverage.missing)} row(s) without a vector, {len(coverage.stale)} stale"
+    return f"{found.missing} row(s) without a vector, {found.stale} stale"

@@ -404,6 +404,12 @@ class SqliteVectors(VectorEngine):
                     found.extend(cursor.fetchall())
         return {int(key): StoredVector(cited, version) for key, cited, version in found}
 
+    def stored_of(self, index: SearchIndex, row_keys: Sequence[int]) -> dict[int, StoredVector]:
+        return {
+            int(key): StoredVector(cited, version)
+            for key, cited, version in self._auxiliary(index, "value00, value01", row_keys)
+        }
+
     def _scope_keys(self, index: SearchIndex, scope_id: str) -> list[int]:
         """The row keys of the scope's vectors: its chunks' valid slots."""
         chunks = connection.ops.quote_name(vec_table(index) + "_chunks")

@@ -41,11 +41,19 @@ from powercontext.search.vectors.availability import readable, readiness, status
 from powercontext.search.vectors.damage import DAMAGE
 from powercontext.search.vectors.engine import VectorEngine
 from powercontext.search.vectors.reads import documents_of, stored_vectors, vector_match
-from powercontext.search.vectors.rebuilding import check, check_all, coverage, rebuild, rebuild_all
+from powercontext.search.vectors.rebuilding import (
+    check,
+    check_all,
+    coverage,
+    pending,
+    rebuild,
+    rebuild_all,
+)
 from powercontext.search.vectors.registry import vector_engine, vector_indexes
 from powercontext.search.vectors.values import (
     Coverage,
     Embedded,
+    Pending,
     State,
     VectorRow,
     VectorsDamaged,
@@ -59,6 +67,7 @@ __all__ = [
     "DAMAGE",
     "Coverage",
     "Embedded",
+    "Pending",
     "State",
     "VectorEngine",
     "VectorRow",
@@ -71,6 +80,7 @@ __all__ = [
     "documents_of",
     "drop_cited",
     "embed_for",
+    "pending",
     "readable",
     "readiness",
     "rebuild",

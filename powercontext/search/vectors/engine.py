@@ -80,6 +80,10 @@ class VectorEngine(ABC):
         ``scope_id`` alone when given)."""
 
     @abstractmethod
+    def stored_of(self, index: SearchIndex, row_keys: Sequence[int]) -> dict[int, StoredVector]:
+        """:meth:`stored` of ``row_keys`` alone (those that have a vector)."""
+
+    @abstractmethod
     def vectors(
         self, index: SearchIndex, row_keys: Sequence[int]
     ) -> list[tuple[int, str, str, Any]]:

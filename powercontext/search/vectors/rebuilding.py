@@ -1,5 +1,6 @@
 """Rebuilding and checking an index's vectors against its rows (``rebuild_index``,
-``check_integrity``, and serve's catch-up through :func:`coverage`)."""
+``check_integrity``, and serve's catch-up: :func:`pending` at every start, then
+:func:`rebuild` when there is work)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,17 @@ from powercontext.search.vectors import record
 from powercontext.search.vectors.availability import status
 from powercontext.search.vectors.damage import DAMAGE
 from powercontext.search.vectors.registry import vector_engine, vector_indexes
-from powercontext.search.vectors.rows import indexed_rows, scope_cited_version
+from powercontext.search.vectors.rows import (
+    indexed_rows,
+    indexed_rows_after,
+    scope_cited_version,
+)
 from powercontext.search.vectors.values import (
     Coverage,
     Damage,
+    Pending,
     State,
+    StoredVector,
     VectorRow,
     vec_table,
 )
@@ -27,6 +34,8 @@ from powercontext.snapshot import read_snapshot
 
 # Rows embedded per rebuild step (one embedding call, one short write transaction).
 REBUILD_BATCH = 128
+# Rows compared with their vectors at a time by :func:`pending`.
+PENDING_CHUNK = 5000
 
 
 def coverage(index: SearchIndex, *, scope_id: str | None = None, damage: bool = False) -> Coverage:
@@ -45,6 +54,30 @@ def coverage(index: SearchIndex, *, scope_id: str | None = None, damage: bool = 
             else Damage()
         )
     return Coverage(rows, stored, found)
+
+
+def pending(index: SearchIndex) -> Pending:
+    """How many of the index's rows can have a vector, and how many of them have none or
+    a stale one (of another version), every scope, read in one snapshot a chunk of
+    :data:`PENDING_CHUNK` rows and their vectors at a time. Serve's catch-up asks at every
+    start, and there is nothing to do nearly every time: :func:`coverage` holds every row
+    and every vector at once (at 100,000 entries the server's start peaked at 241 MB
+    against 160 without the catch-up)."""
+    engine = vector_engine()
+    found = Pending()
+    after: int | None = None
+    with read_snapshot():
+        present = engine.problem(index) is None
+        while chunk := indexed_rows_after(index, after, PENDING_CHUNK):
+            stored = engine.stored_of(index, list(chunk)) if present else {}
+            for key, (_, cited, version) in chunk.items():
+                if key not in stored:
+                    found.missing += 1
+                elif stored[key] != StoredVector(cited, version):
+                    found.stale += 1
+            found.rows += len(chunk)
+            after = max(chunk)
+    return found
 
 
 def rebuild(

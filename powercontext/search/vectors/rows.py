@@ -102,6 +102,34 @@ def indexed_rows(
     return found
 
 
+def indexed_rows_after(
+    index: SearchIndex, after: int | None, count: int
+) -> dict[int, tuple[Any, ...]]:
+    """:func:`indexed_rows` of every scope, the first ``count`` by row key past ``after``
+    (from the first when None): the rows a chunk at a time, in the caller's snapshot."""
+    quote = connection.ops.quote_name
+    key = quote(index.row_key)
+    conditions = [f"{quote(column)} = %s" for column, _ in index.filters]
+    params: list[Any] = [value for _, value in index.filters]
+    conditions.append(f"{quote(index.text_column)} <> ''")
+    if after is not None:
+        conditions.append(f"{key} > %s")
+        params.append(after)
+    columns = ", ".join(
+        quote(c) for c in (index.row_key, index.scope_column, index.cited_id, index.version)
+    )
+    sql = (
+        f"SELECT {columns} FROM {quote(index.table)} "  # noqa: S608 - names only
+        f"WHERE {' AND '.join(conditions)} ORDER BY {key} LIMIT {int(count)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {
+            int(row_key): (identity_text(scope), identity_text(cited), str(plain_version(version)))
+            for row_key, scope, cited, version in cursor.fetchall()
+        }
+
+
 def scope_cited_version(row: tuple[Any, ...]) -> tuple[str, str, str]:
     scope, cited, version = row
     return scope, cited, version

@@ -132,5 +132,15 @@ class Coverage:
         return [key for key in self.stored if key not in self.rows]
 
 
+@dataclass
+class Pending:
+    """How many rows can have a vector, and how many of them have none (``missing``) or
+    one of another version (``stale``): :func:`powercontext.search.vectors.pending`."""
+
+    rows: int = 0
+    missing: int = 0
+    stale: int = 0
+
+
 def vec_table(index: SearchIndex) -> str:
     return index.name + "_vec"

@@ -84,8 +84,7 @@ def test_the_catch_up_embeds_small_batches_and_waits_before_each(monkeypatch):
         "status",
         lambda index: vectors.VectorStatus(index.name, vectors.State.READY, "ready", "m", 3),
     )
-    rows = {key: ("s", f"e{key}", "1") for key in (1, 2, 3)}
-    monkeypatch.setattr(vectors, "coverage", lambda index: vectors.Coverage(rows=rows))
+    monkeypatch.setattr(vectors, "pending", lambda index: vectors.Pending(rows=3, missing=3))
 
     def rebuild(index, *, batch_size, progress, stop):
         calls.append(f"rebuild {batch_size}")

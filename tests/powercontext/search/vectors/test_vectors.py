@@ -27,6 +27,7 @@ from powercontext.migration_operations import engine_of
 from powercontext.models import ArtifactHead, VectorIndexState
 from powercontext.search import vectors
 from powercontext.search.indexes import SearchIndex
+from powercontext.search.vectors import rebuilding as vector_rebuilding
 from powercontext.search.vectors import record as vector_record
 from powercontext.snapshot import read_snapshot
 from server.health import readiness
@@ -322,6 +323,24 @@ def test_a_stale_vector_is_never_a_hit_and_is_reported_and_repaired(family):
     assert report.inserted == 1
     assert nearest(family)[0].cited_id == cited
     assert findings(family) == []
+
+
+def test_pending_counts_what_coverage_finds_a_chunk_of_rows_at_a_time(family, monkeypatch):
+    family.add(INVOICES)
+    stale = family.add(POSTGRES)
+    family.add(CSS, scope_id="scope-vectors-other")
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+    family.add("The nightly backup is copied to a second region.")
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDINGS")
+    set_stored_version(family.index, stale, "an-old-version")
+    # Chunks of two rows: the rows of one chunk, their vectors, then the next.
+    monkeypatch.setattr(vector_rebuilding, "PENDING_CHUNK", 2)
+    whole = vectors.coverage(family.index)
+    found = vectors.pending(family.index)
+    counted = (len(whole.rows), len(whole.missing), len(whole.stale))
+    assert (found.rows, found.missing, found.stale) == counted == (4, 1, 1)
+    vectors.rebuild(family.index)
+    assert vectors.pending(family.index) == vectors.Pending(rows=4)
 
 
 def test_a_row_written_with_the_model_off_is_missing_then_embedded_by_rebuild(family, monkeypatch):
