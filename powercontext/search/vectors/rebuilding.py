@@ -16,11 +16,7 @@ from powercontext.search.vectors import record
 from powercontext.search.vectors.availability import status
 from powercontext.search.vectors.damage import DAMAGE
 from powercontext.search.vectors.registry import vector_engine, vector_indexes
-from powercontext.search.vectors.rows import (
-    indexed_rows,
-    indexed_rows_after,
-    scope_cited_version,
-)
+from powercontext.search.vectors.rows import indexed_rows, scope_cited_version
 from powercontext.search.vectors.values import (
     Coverage,
     Damage,
@@ -68,7 +64,7 @@ def pending(index: SearchIndex) -> Pending:
     after: int | None = None
     with read_snapshot():
         present = engine.problem(index) is None
-        while chunk := indexed_rows_after(index, after, PENDING_CHUNK):
+        while chunk := indexed_rows(index, None, scope_id=None, after=after, count=PENDING_CHUNK):
             stored = engine.stored_of(index, list(chunk)) if present else {}
             for key, (_, cited, version) in chunk.items():
                 if key not in stored:

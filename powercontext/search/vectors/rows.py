@@ -55,10 +55,13 @@ def indexed_rows(
     *,
     scope_id: str | None,
     with_text: bool = False,
+    after: int | None = None,
+    count: int | None = None,
 ) -> dict[int, tuple[Any, ...]]:
     """{row key: (scope, cited id, version[, searchable text])} of the indexed rows that
     can have a vector (the fixed filters hold, the text is not empty), read in the
-    caller's snapshot; of ``keys`` only, or all of them."""
+    caller's snapshot; of ``keys`` only, or all of them; with ``count``, the first
+    ``count`` of them by row key past ``after`` (a chunk at a time)."""
     quote = connection.ops.quote_name
     columns = [index.row_key, index.scope_column, index.cited_id, index.version]
     if with_text:
@@ -69,6 +72,9 @@ def indexed_rows(
     if scope_id is not None and keys is None:
         conditions.append(f"{quote(index.scope_column)} = %s")
         params.append(scope_id)
+    if after is not None:
+        conditions.append(f"{quote(index.row_key)} > %s")
+        params.append(after)
     # Given keys, the scope is checked here, not in SQL: with both, SQLite's planner (no
     # statistics) walked the scope's index, every row of a 100,000-row scope, instead of
     # looking the keys up (20 ms a search).
@@ -76,6 +82,8 @@ def indexed_rows(
         f"SELECT {', '.join(quote(column) for column in columns)} "  # noqa: S608 - names only
         f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
     )
+    if count is not None:
+        sql += f" ORDER BY {quote(index.row_key)} LIMIT {int(count)}"
     found: dict[int, tuple[Any, ...]] = {}
     batches: Iterable[Sequence[int] | None] = (
         [None]
@@ -100,34 +108,6 @@ def indexed_rows(
                 else:
                     found[int(key)] = (*row, str(plain_version(version)))
     return found
-
-
-def indexed_rows_after(
-    index: SearchIndex, after: int | None, count: int
-) -> dict[int, tuple[Any, ...]]:
-    """:func:`indexed_rows` of every scope, the first ``count`` by row key past ``after``
-    (from the first when None): the rows a chunk at a time, in the caller's snapshot."""
-    quote = connection.ops.quote_name
-    key = quote(index.row_key)
-    conditions = [f"{quote(column)} = %s" for column, _ in index.filters]
-    params: list[Any] = [value for _, value in index.filters]
-    conditions.append(f"{quote(index.text_column)} <> ''")
-    if after is not None:
-        conditions.append(f"{key} > %s")
-        params.append(after)
-    columns = ", ".join(
-        quote(c) for c in (index.row_key, index.scope_column, index.cited_id, index.version)
-    )
-    sql = (
-        f"SELECT {columns} FROM {quote(index.table)} "  # noqa: S608 - names only
-        f"WHERE {' AND '.join(conditions)} ORDER BY {key} LIMIT {int(count)}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return {
-            int(row_key): (identity_text(scope), identity_text(cited), str(plain_version(version)))
-            for row_key, scope, cited, version in cursor.fetchall()
-        }
 
 
 def scope_cited_version(row: tuple[Any, ...]) -> tuple[str, str, str]:
