@@ -105,7 +105,9 @@ class Evidence:
     """What is known about one candidate: ``similarity`` is its cosine to the query (to the
     nearest of a prompt's segments; None when the semantic channel has nothing on it),
     ``coverage`` the weighted share of the best-matching segment's words it holds (0 when
-    its words did not find it), ``terms`` its analyzed text's terms."""
+    its words did not find it), ``terms`` its analyzed text's terms. ``coverage``,
+    ``subjects``, ``held`` and ``spread`` are a pack's: an explicit search's verdicts do
+    not read them, and :func:`gather` leaves them at nothing there."""
 
     key: str
     lexical: bool
@@ -221,6 +223,21 @@ def gather(
     found = []
     for key, text, lexical, similarity in candidates:
         terms = frozenset(text.split())
+        if not facts.pack:
+            # A search's verdicts read its anchors, readability and similarity alone
+            # (``rules``): coverage, subjects and spread are a pack's, left at nothing.
+            found.append(
+                Evidence(
+                    key=key,
+                    lexical=lexical,
+                    similarity=similarity,
+                    coverage=0.0,
+                    terms=terms,
+                    anchors_held=anchors.held(facts.names, terms),
+                    readable=anchors.readable(text),
+                )
+            )
+            continue
         held = len(weights.keys() & terms)
         found.append(
             Evidence(
