@@ -18,8 +18,9 @@ clients listed 400 entries of 8 KiB three times, and still there minutes later
   :data:`REST_SECONDS`, once. A prompt's model run frees some megabytes of buffers, and
   glibc keeps them: after it frees a large buffer it raises its threshold for giving
   memory straight back to that size (up to 32 MiB), so the next ones come from the arenas
-  and stay. A served 1,000-entry scope after 60 prepares and 60 searches held 184-186
-  MiB, 12-15 of them free. Fixing the threshold instead (``M_MMAP_THRESHOLD`` at 1 or 4
+  and stay. A served 1,000-entry scope after 60 prepares and 60 searches
+  (``bench/versus_reference.py``'s workload) held 186-225 MiB, and 168-205 once trimmed:
+  18-25 MiB of such buffers. Fixing the threshold instead (``M_MMAP_THRESHOLD`` at 1 or 4
   MiB) gave them back as well, but every large buffer of every later model run then came
   fresh from the kernel: prepare p95 68 -> 77-87 ms. Trimming at rest costs a request
   nothing.
