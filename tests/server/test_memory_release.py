@@ -76,25 +76,20 @@ def test_small_responses_trim_nothing_while_they_keep_coming_then_once_at_rest()
         for _ in range(10):
             _serve(served)
             time.sleep(0.02)
-        # Ten requests 20 ms apart: never a rest of 0.4 s among them.
+        # Ten requests 20 ms apart: never a rest of 0.4 s among them (unless the machine
+        # stalled that long, which the loop's own time shows).
         if time.monotonic() - started < 0.4:
             assert releaser._libc.count == 0
-        assert _wait(lambda: releaser._libc.count == 1)
+        assert _wait(lambda: releaser._libc.count >= 1)
+        trimmed = releaser._libc.count
         time.sleep(0.6)
-        assert releaser._libc.count == 1  # once per rest, not again and again
-    finally:
-        releaser.stop()
-
-
-def test_no_rest_trim_while_a_request_is_in_flight():
-    releaser = _releaser(rest=0.05)
-    try:
-        releaser.started()  # a slow request that has not finished
-        _serve(releasing(_app(1000), releaser))
-        time.sleep(0.3)
-        assert releaser._libc.count == 0
+        assert releaser._libc.count == trimmed  # once per rest, not again and again
+        releaser.started()  # a slow request that has not finished: no rest, no trim
+        _serve(served)
+        time.sleep(0.6)
+        assert releaser._libc.count == trimmed
         releaser.finished(0)
-        assert _wait(lambda: releaser._libc.count == 1)
+        assert _wait(lambda: releaser._libc.count == trimmed + 1)
     finally:
         releaser.stop()
 
