@@ -24,6 +24,7 @@ def test_versus_reference_ci_configuration_prints_one_table_with_ratios():
         "| floor: GET /health/live |",
         "| floor: prepare, empty scope |",
         "| server RSS at the end (MB) |",
+        "| server RSS 2 s later (MB) |",
     ):
         assert row in out
     assert out.count("x |") >= 8  # a ratio on every row
