@@ -244,22 +244,20 @@ class OceanBaseVectors(VectorEngine):
             }
 
     def stored_of(self, index: SearchIndex, row_keys: Sequence[int]) -> dict[int, StoredVector]:
+        if not row_keys:
+            return {}
         vec = connection.ops.quote_name(vec_table(index))
-        found: dict[int, StoredVector] = {}
+        marks = ", ".join(["%s"] * len(row_keys))
         with connection.cursor() as cursor:
-            for start in range(0, len(row_keys), 500):
-                batch = list(row_keys[start : start + 500])
-                marks = ", ".join(["%s"] * len(batch))
-                cursor.execute(
-                    f"SELECT row_key, cited_id, version FROM {vec} "  # noqa: S608 - names only
-                    f"WHERE row_key IN ({marks})",
-                    batch,
-                )
-                found.update(
-                    (int(key), StoredVector(_text(cited), _text(version)))
-                    for key, cited, version in cursor.fetchall()
-                )
-        return found
+            cursor.execute(
+                f"SELECT row_key, cited_id, version FROM {vec} "  # noqa: S608 - names only
+                f"WHERE row_key IN ({marks})",
+                list(row_keys),
+            )
+            return {
+                int(key): StoredVector(_text(cited), _text(version))
+                for key, cited, version in cursor.fetchall()
+            }
 
     def damaged(
         self,

@@ -219,39 +219,31 @@ def gather(
     """The evidence for each of ``candidates`` (key, analyzed text, whether its words
     found it, its similarity), in their order; ``weights`` and ``segments`` are the
     query's (the plan's weights, its segments or its terms as one)."""
-    prepared = weighted(weights, segments)
+    # A search's verdicts read its anchors, readability and similarity alone (``rules``):
+    # coverage, subjects, held words and spread are a pack's, left at nothing there.
+    prepared = weighted(weights, segments) if facts.pack else None
     found = []
     for key, text, lexical, similarity in candidates:
         terms = frozenset(text.split())
-        if not facts.pack:
-            # A search's verdicts read its anchors, readability and similarity alone
-            # (``rules``): coverage, subjects and spread are a pack's, left at nothing.
-            found.append(
-                Evidence(
-                    key=key,
-                    lexical=lexical,
-                    similarity=similarity,
-                    coverage=0.0,
-                    terms=terms,
-                    anchors_held=anchors.held(facts.names, terms),
-                    readable=anchors.readable(text),
-                )
-            )
-            continue
-        held = len(weights.keys() & terms)
+        covered, subjects, held, spread_share = 0.0, frozenset[str](), 0, 0.0
+        if prepared is not None:
+            covered, subjects = coverage_of(terms, prepared), terms & facts.subjects
+            held = len(weights.keys() & terms)
+            # Only the word-list rule reads it, and only past WORD_LIST_HELD words.
+            if held >= numbers.WORD_LIST_HELD:
+                spread_share = spread(terms, weights, segments)
         found.append(
             Evidence(
                 key=key,
                 lexical=lexical,
                 similarity=similarity,
-                coverage=coverage_of(terms, prepared),
+                coverage=covered,
                 terms=terms,
                 anchors_held=anchors.held(facts.names, terms),
                 readable=anchors.readable(text),
-                subjects=terms & facts.subjects,
+                subjects=subjects,
                 held=held,
-                # Only the word-list rule reads it, and only past WORD_LIST_HELD words.
-                spread=spread(terms, weights, segments) if held >= numbers.WORD_LIST_HELD else 0.0,
+                spread=spread_share,
             )
         )
     return found

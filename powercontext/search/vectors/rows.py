@@ -83,6 +83,8 @@ def indexed_rows(
         f"FROM {quote(index.table)} WHERE {' AND '.join(conditions)}"
     )
     if count is not None:
+        if keys is not None:
+            raise ValueError("indexed_rows: count reads a chunk of every row, not of keys")
         sql += f" ORDER BY {quote(index.row_key)} LIMIT {int(count)}"
     found: dict[int, tuple[Any, ...]] = {}
     batches: Iterable[Sequence[int] | None] = (

@@ -29,6 +29,7 @@ from powercontext.search import vectors
 from powercontext.search.indexes import SearchIndex
 from powercontext.search.vectors import rebuilding as vector_rebuilding
 from powercontext.search.vectors import record as vector_record
+from powercontext.search.vectors import rows as vector_rows
 from powercontext.snapshot import read_snapshot
 from server.health import readiness
 from tests.experience.conftest import SOURCE, capture_source
@@ -341,6 +342,9 @@ def test_pending_counts_what_coverage_finds_a_chunk_of_rows_at_a_time(family, mo
     assert (found.rows, found.missing, found.stale) == counted == (4, 1, 1)
     vectors.rebuild(family.index)
     assert vectors.pending(family.index) == vectors.Pending(rows=4)
+    # A chunk is of every row: with keys too the statement would not be one.
+    with pytest.raises(ValueError, match="not of keys"), read_snapshot():
+        vector_rows.indexed_rows(family.index, [1], scope_id=None, count=2)
 
 
 def test_a_row_written_with_the_model_off_is_missing_then_embedded_by_rebuild(family, monkeypatch):
