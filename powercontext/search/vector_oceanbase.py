@@ -243,6 +243,15 @@ class OceanBaseVectors(VectorEngine):
                 for key, cited, version in cursor.fetchall()
             }
 
+    def stored_keys(self, index: SearchIndex, *, after: int | None, count: int) -> list[int]:
+        vec = connection.ops.quote_name(vec_table(index))
+        past = "" if after is None else f"WHERE row_key > {int(after)} "
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT row_key FROM {vec} {past}ORDER BY row_key LIMIT {int(count)}"  # noqa: S608 - names and integers only
+            )
+            return [int(key) for (key,) in cursor.fetchall()]
+
     def stored_of(self, index: SearchIndex, row_keys: Sequence[int]) -> dict[int, StoredVector]:
         if not row_keys:
             return {}

@@ -404,6 +404,15 @@ class SqliteVectors(VectorEngine):
                     found.extend(cursor.fetchall())
         return {int(key): StoredVector(cited, version) for key, cited, version in found}
 
+    def stored_keys(self, index: SearchIndex, *, after: int | None, count: int) -> list[int]:
+        auxiliary = connection.ops.quote_name(vec_table(index) + "_auxiliary")
+        past = "" if after is None else f"WHERE rowid > {int(after)} "
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT rowid FROM {auxiliary} {past}ORDER BY rowid LIMIT {int(count)}"  # noqa: S608 - names and integers only
+            )
+            return [int(key) for (key,) in cursor.fetchall()]
+
     def stored_of(self, index: SearchIndex, row_keys: Sequence[int]) -> dict[int, StoredVector]:
         return {
             int(key): StoredVector(cited, version)

@@ -80,6 +80,12 @@ class VectorEngine(ABC):
         ``scope_id`` alone when given)."""
 
     @abstractmethod
+    def stored_keys(self, index: SearchIndex, *, after: int | None, count: int) -> list[int]:
+        """The row keys of the first ``count`` stored vectors past ``after``, in order
+        (every scope): a rebuild walks them a chunk at a time for vectors whose row is
+        gone."""
+
+    @abstractmethod
     def stored_of(self, index: SearchIndex, row_keys: Sequence[int]) -> dict[int, StoredVector]:
         """:meth:`stored` of ``row_keys`` alone (those that have a vector)."""
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
+from powercontext import embedding as embeddings
 from powercontext.reports import CheckResult, Progress, RebuildReport
 from powercontext.search.indexes import SearchIndex
 from powercontext.search.vectors import record
@@ -98,7 +100,12 @@ def rebuild(
     for a row still at the version it was computed from. Every stored vector is valid on
     its own, so a reader meanwhile sees fewer vectors, never wrong ones. Idempotent.
     With ``stop``, it returns before the next batch once ``stop`` is set (what is written
-    stays; a later rebuild goes on from there)."""
+    stays; a later rebuild goes on from there).
+
+    Without ``damaged`` (serve's catch-up), the rows and the vectors are compared a
+    chunk of :data:`PENDING_CHUNK` at a time, as :func:`pending` does, so its memory
+    does not grow with the index: holding every row and vector at once, a catch-up of
+    100,000 rows held some 100 MB more than the server's own."""
     started = time.monotonic()
     report = RebuildReport(f"{index.name} vectors", unit="rows embedded")
     current = status(index)
@@ -116,68 +123,145 @@ def rebuild(
             return report
         record.create(index, model, replace=True)
         scope_id = None
-    state = coverage(index, scope_id=scope_id, damage=damaged and not recreated)
-    storage = state.damage.storage
-    if storage and not (connection.in_atomic_block and not vector_engine().transactional_ddl):
-        # Rows the engine's storage no longer names cannot be re-embedded one by one.
-        record.create(index, model, replace=True)
-        recreated, scope_id = True, None
-        state = coverage(index)
-    orphaned = state.orphaned
-    if orphaned:
-        with transaction.atomic():
-            vector_engine().delete(index, orphaned)
-    repaired = state.damaged
-    todo = sorted([*state.missing, *state.stale, *repaired])
-    report.scopes = len({scope for scope, _, _ in state.rows.values()})
-    report.deleted = len(orphaned)
+    work = (
+        _work_found(index, scope_id=scope_id, damage=not recreated)
+        if damaged or scope_id is not None
+        else _work_by_chunk(index)
+    )
+    scopes: set[str] = set()
+    storage: list[str] = []
+    repaired = done = total = 0
     embedded_seconds = 0.0
-    done = 0
-    for start in range(0, len(todo), batch_size):
+    for found in work:
+        if found.storage:
+            recreated, scope_id, storage = True, None, found.storage
+        if found.orphaned:
+            with transaction.atomic():
+                vector_engine().delete(index, found.orphaned)
+            report.deleted += len(found.orphaned)
+        scopes.update(found.scopes)
+        repaired += found.repaired
+        total = max(total, found.total)
+        for start in range(0, len(found.todo), batch_size):
+            if stop is not None and stop.is_set():
+                break
+            batch = found.todo[start : start + batch_size]
+            began = time.monotonic()
+            report.inserted += _embed_batch(index, model, batch)
+            embedded_seconds += time.monotonic() - began
+            done += len(batch)
+            if progress:
+                progress(done, max(done, total))
         if stop is not None and stop.is_set():
             break
-        batch = todo[start : start + batch_size]
-        with read_snapshot():
-            rows = indexed_rows(index, batch, scope_id=None)
-            documents = index.documents(list(rows)) if index.documents else {}
-        keys = [key for key in batch if key in rows and key in documents]
-        began = time.monotonic()
-        vectors = model.embed_documents([documents[key] for key in keys])
-        embedded_seconds += time.monotonic() - began
-        with transaction.atomic():
-            now = indexed_rows(index, keys, scope_id=None)
-            fresh = [
-                (VectorRow(key, *scope_cited_version(rows[key]), documents[key]), vector)
-                for key, vector in zip(keys, vectors, strict=True)
-                if now.get(key) == rows[key]
-            ]
-            if record.recorded(index) == record.expected_record(model) and fresh:
-                vector_engine().upsert(index, fresh)
-        report.inserted += len(fresh)
-        done += len(batch)
-        if progress:
-            progress(done, len(todo))
+    report.scopes = len(scopes)
     if not (connection.in_atomic_block and not vector_engine().transactional_ddl):
         # OceanBase's planner needs them for the table a rebuild has just filled (it
         # commits on its own there, so never inside the caller's transaction).
         record.refresh_statistics(index)
-    report.entries = len(todo)
+    report.entries = total
     report.seconds = time.monotonic() - started
     rate = report.inserted / report.seconds if report.seconds and report.inserted else 0.0
     what = "recreated for the model and " if recreated else ""
     if storage and recreated:
         what = f"recreated ({'; '.join(storage)}) and "
-    stopped = f", stopped after {done} of {len(todo)}" if done < len(todo) else ""
-    fixed = f" ({len(repaired)} of them damaged)" if repaired else ""
+    stopped = f", stopped after {done} of {total}" if done < total else ""
+    fixed = f" ({repaired} of them damaged)" if repaired else ""
     report.index = (
         f"{what}{report.inserted} vector(s) embedded{fixed} at {rate:,.0f} entries/s "
-        f"(model {embedded_seconds:.2f}s), {len(orphaned)} orphaned vector(s) dropped"
+        f"(model {embedded_seconds:.2f}s), {report.deleted} orphaned vector(s) dropped"
         f"{stopped}"
     )
-    if damaged and done == len(todo) and scope_id is None:
+    if damaged and done == total and scope_id is None:
         # Every damaged vector was re-embedded: searches may try every scope again.
         DAMAGE.repaired(index)
     return report
+
+
+@dataclass
+class _Work:
+    """What one step of a rebuild finds: the rows to embed (by key, in order), the
+    vectors of rows that are gone, and how many rows the whole rebuild embeds."""
+
+    todo: list[int]
+    orphaned: list[int]
+    total: int
+    scopes: set[str] = field(default_factory=set)
+    repaired: int = 0
+    storage: list[str] = field(default_factory=list)
+
+
+def _work_found(index: SearchIndex, *, scope_id: str | None, damage: bool) -> Iterator[_Work]:
+    """All the work at once, from :func:`coverage` (``rebuild_index``: it reads every
+    stored vector for damage anyway, or a scope's alone)."""
+    state = coverage(index, scope_id=scope_id, damage=damage)
+    storage = state.damage.storage
+    if storage and not (connection.in_atomic_block and not vector_engine().transactional_ddl):
+        # Rows the engine's storage no longer names cannot be re-embedded one by one.
+        record.create(index, record.running_model(), replace=True)
+        state = coverage(index)
+    else:
+        storage = []
+    repaired = state.damaged
+    todo = sorted([*state.missing, *state.stale, *repaired])
+    scopes = {scope for scope, _, _ in state.rows.values()}
+    yield _Work(todo, state.orphaned, len(todo), scopes, len(repaired), list(storage))
+
+
+def _work_by_chunk(index: SearchIndex) -> Iterator[_Work]:
+    """The work a chunk of rows at a time, every scope: first the vectors whose row is
+    gone (their keys a chunk at a time, each chunk's rows looked up), then each chunk of
+    rows with the vectors they have (:func:`pending`'s walk). The total is counted first
+    by :func:`pending`."""
+    engine = vector_engine()
+    present = engine.problem(index) is None
+    total = pending(index)
+    after: int | None = None
+    while present:
+        with read_snapshot():
+            keys = engine.stored_keys(index, after=after, count=PENDING_CHUNK)
+            rows = indexed_rows(index, keys, scope_id=None) if keys else {}
+        if not keys:
+            break
+        after = keys[-1]
+        orphaned = [key for key in keys if key not in rows]
+        if orphaned:
+            yield _Work([], orphaned, total.missing + total.stale)
+    after = None
+    while True:
+        with read_snapshot():
+            chunk = indexed_rows(index, None, scope_id=None, after=after, count=PENDING_CHUNK)
+            stored = engine.stored_of(index, list(chunk)) if chunk and present else {}
+        if not chunk:
+            break
+        after = max(chunk)
+        todo = sorted(
+            key
+            for key, (_, cited, version) in chunk.items()
+            if stored.get(key) != StoredVector(cited, version)
+        )
+        scopes = {scope for scope, _, _ in chunk.values()}
+        yield _Work(todo, [], total.missing + total.stale, scopes)
+
+
+def _embed_batch(index: SearchIndex, model: embeddings.Embedder, batch: list[int]) -> int:
+    """Embed the rows ``batch`` names (outside any transaction), then store the vectors
+    of those still at the version embedded, in one short transaction; how many were."""
+    with read_snapshot():
+        rows = indexed_rows(index, batch, scope_id=None)
+        documents = index.documents(list(rows)) if index.documents else {}
+    keys = [key for key in batch if key in rows and key in documents]
+    vectors = model.embed_documents([documents[key] for key in keys])
+    with transaction.atomic():
+        now = indexed_rows(index, keys, scope_id=None)
+        fresh = [
+            (VectorRow(key, *scope_cited_version(rows[key]), documents[key]), vector)
+            for key, vector in zip(keys, vectors, strict=True)
+            if now.get(key) == rows[key]
+        ]
+        if record.recorded(index) == record.expected_record(model) and fresh:
+            vector_engine().upsert(index, fresh)
+    return len(fresh)
 
 
 def check(index: SearchIndex, *, scope_id: str | None = None) -> CheckResult:

@@ -347,6 +347,58 @@ def test_pending_counts_what_coverage_finds_a_chunk_of_rows_at_a_time(family, mo
         vector_rows.indexed_rows(family.index, [1], scope_id=None, count=2)
 
 
+def test_the_catch_up_rebuild_reads_a_chunk_of_rows_and_vectors_at_a_time(family, monkeypatch):
+    """Serve's catch-up (a rebuild without ``damaged``) finds its work as ``pending``
+    counts it: never every row or every vector at once, whatever the index holds."""
+    family.add(INVOICES)
+    stale = family.add(POSTGRES)
+    family.add(CSS, scope_id="scope-vectors-other")
+    gone = family.add("The staging database is restored from the nightly snapshot.")
+    monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
+    missing = [family.add(f"Service {name} logs to its own index.") for name in "abc"]
+    monkeypatch.delenv("POWERCONTEXT_EMBEDDINGS")
+    set_stored_version(family.index, stale, "an-old-version")
+    with connection.cursor() as cursor:
+        table = connection.ops.quote_name(family.index.table)
+        cursor.execute(
+            f"DELETE FROM {table} WHERE {family.index.cited_id} = %s",  # noqa: S608
+            [gone],
+        )
+    engine = vectors.vector_engine()
+    monkeypatch.setattr(vector_rebuilding, "PENDING_CHUNK", 2)
+    read: list[int] = []
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the catch-up read every row or every vector at once")
+
+    def rows_of(index, keys, **kwargs):
+        found = indexed_rows(index, keys, **kwargs)
+        read.append(len(found))
+        return found
+
+    indexed_rows = vector_rows.indexed_rows
+    monkeypatch.setattr(vector_rebuilding, "coverage", whole)
+    monkeypatch.setattr(engine, "stored", whole)
+    monkeypatch.setattr(vector_rebuilding, "indexed_rows", rows_of)
+    report = vectors.rebuild(family.index, batch_size=2)
+    assert max(read) <= 2
+    assert (report.entries, report.inserted, report.deleted, report.scopes) == (4, 4, 1, 2)
+    monkeypatch.undo()
+    assert findings(family) == []
+    assert set(missing) <= {stored.cited_id for stored in _stored(family.index).values()}
+
+
+def test_stored_keys_walk_every_vector_in_order_a_chunk_at_a_time(family):
+    added = [family.add(text) for text in (POSTGRES, INVOICES, CSS)]
+    engine = vectors.vector_engine()
+    with read_snapshot():
+        every = engine.stored_keys(family.index, after=None, count=10)
+        first = engine.stored_keys(family.index, after=None, count=2)
+        rest = engine.stored_keys(family.index, after=first[-1], count=2)
+    assert every == sorted(_stored(family.index)) and len(every) == len(added)
+    assert first + rest == every and len(first) == 2
+
+
 def test_a_row_written_with_the_model_off_is_missing_then_embedded_by_rebuild(family, monkeypatch):
     family.add(INVOICES)  # creates the vector index
     monkeypatch.setenv("POWERCONTEXT_EMBEDDINGS", "off")
