@@ -5,6 +5,7 @@ waits for the embedding) and the server's memory must stay bounded.
 
     .venv/bin/python bench/catch_up_prepare.py --entries 10000
     .venv/bin/python bench/catch_up_prepare.py --entries 2000 --prompts 20
+    .venv/bin/python bench/catch_up_prepare.py --entries 100000 --prompts 0   # memory alone
 
 1. ``--entries`` entries of bench/corpus.py seeded through the services with
    ``POWERCONTEXT_EMBEDDINGS=off`` (bench/django_tasks.py seed: no vector written);
@@ -52,15 +53,17 @@ def main() -> int:
             client = served.Client.for_url(server.url, timeout=120, retry_stale=True)
             during = [workload.Ours(client).prepare(SCOPE, p) for p in prompts]
             ms = [t * 1000 for t in during]
-            print(
-                f"during the catch-up: first {ms[0]:.0f} ms, p50 "
-                f"{served.percentile(ms, 0.5):.0f} ms, max {max(ms):.0f} ms",
-                flush=True,
-            )
+            if ms:
+                print(
+                    f"during the catch-up: first {ms[0]:.0f} ms, p50 "
+                    f"{served.percentile(ms, 0.5):.0f} ms, max {max(ms):.0f} ms",
+                    flush=True,
+                )
             served.wait_idle(server.pid, most=args.catch_up_wait)
             after = [workload.Ours(client).prepare(SCOPE, p) for p in prompts]
             peak = sampler.stop()
-        print(f"after it: p50 {served.percentile(after, 0.5) * 1000:.0f} ms")
+        if after:
+            print(f"after it: p50 {served.percentile(after, 0.5) * 1000:.0f} ms")
         print(f"peak RSS {peak / 1024:.0f} MB")
     finally:
         shutil.rmtree(base, ignore_errors=True)

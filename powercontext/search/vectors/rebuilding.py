@@ -104,8 +104,8 @@ def rebuild(
 
     Without ``damaged`` (serve's catch-up), the rows and the vectors are compared a
     chunk of :data:`PENDING_CHUNK` at a time, as :func:`pending` does, so its memory
-    does not grow with the index: holding every row and vector at once, a catch-up of
-    100,000 rows held some 100 MB more than the server's own."""
+    does not grow with the index (holding every row and vector at once, a served catch-up
+    of 100,000 rows peaked at 255 MB; a chunk at a time, 209)."""
     started = time.monotonic()
     report = RebuildReport(f"{index.name} vectors", unit="rows embedded")
     current = status(index)

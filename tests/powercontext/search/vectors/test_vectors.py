@@ -395,8 +395,10 @@ def test_stored_keys_walk_every_vector_in_order_a_chunk_at_a_time(family):
         every = engine.stored_keys(family.index, after=None, count=10)
         first = engine.stored_keys(family.index, after=None, count=2)
         rest = engine.stored_keys(family.index, after=first[-1], count=2)
-    assert every == sorted(_stored(family.index)) and len(every) == len(added)
-    assert first + rest == every and len(first) == 2
+    assert every == sorted(_stored(family.index))
+    assert len(every) == len(added)
+    assert first + rest == every
+    assert len(first) == 2
 
 
 def test_a_row_written_with_the_model_off_is_missing_then_embedded_by_rebuild(family, monkeypatch):
