@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -61,21 +62,32 @@ def pending(index: SearchIndex) -> Pending:
     start, and there is nothing to do nearly every time: :func:`coverage` holds every row
     and every vector at once (at 100,000 entries the server's start peaked at 241 MB
     against 160 without the catch-up)."""
-    engine = vector_engine()
     found = Pending()
     after: int | None = None
     with read_snapshot():
-        present = engine.problem(index) is None
-        while chunk := indexed_rows(index, None, scope_id=None, after=after, count=PENDING_CHUNK):
-            stored = engine.stored_of(index, list(chunk)) if present else {}
-            for key, (_, cited, version) in chunk.items():
+        present = vector_engine().problem(index) is None
+        while chunk := _chunk_of_rows(index, after, present=present):
+            rows, stored = chunk
+            for key, (_, cited, version) in rows.items():
                 if key not in stored:
                     found.missing += 1
                 elif stored[key] != StoredVector(cited, version):
                     found.stale += 1
-            found.rows += len(chunk)
-            after = max(chunk)
+            found.rows += len(rows)
+            after = max(rows)
     return found
+
+
+def _chunk_of_rows(
+    index: SearchIndex, after: int | None, *, present: bool
+) -> tuple[dict[int, tuple[Any, ...]], dict[int, StoredVector]] | None:
+    """The next :data:`PENDING_CHUNK` rows after the key ``after`` and the vectors stored
+    for them (none when the vector objects are not ``present``), or None past the last
+    row; read in the caller's snapshot."""
+    rows = indexed_rows(index, None, scope_id=None, after=after, count=PENDING_CHUNK)
+    if not rows:
+        return None
+    return rows, vector_engine().stored_of(index, list(rows)) if present else {}
 
 
 def rebuild(
@@ -124,7 +136,7 @@ def rebuild(
         record.create(index, model, replace=True)
         scope_id = None
     work = (
-        _work_found(index, scope_id=scope_id, damage=not recreated)
+        _work_found(index, model, scope_id=scope_id, damage=not recreated)
         if damaged or scope_id is not None
         else _work_by_chunk(index)
     )
@@ -191,14 +203,16 @@ class _Work:
     storage: list[str] = field(default_factory=list)
 
 
-def _work_found(index: SearchIndex, *, scope_id: str | None, damage: bool) -> Iterator[_Work]:
+def _work_found(
+    index: SearchIndex, model: embeddings.Embedder, *, scope_id: str | None, damage: bool
+) -> Iterator[_Work]:
     """All the work at once, from :func:`coverage` (``rebuild_index``: it reads every
     stored vector for damage anyway, or a scope's alone)."""
     state = coverage(index, scope_id=scope_id, damage=damage)
     storage = state.damage.storage
     if storage and not (connection.in_atomic_block and not vector_engine().transactional_ddl):
         # Rows the engine's storage no longer names cannot be re-embedded one by one.
-        record.create(index, record.running_model(), replace=True)
+        record.create(index, model, replace=True)
         state = coverage(index)
     else:
         storage = []
@@ -215,7 +229,8 @@ def _work_by_chunk(index: SearchIndex) -> Iterator[_Work]:
     by :func:`pending`."""
     engine = vector_engine()
     present = engine.problem(index) is None
-    total = pending(index)
+    found = pending(index)
+    total = found.missing + found.stale
     after: int | None = None
     while present:
         with read_snapshot():
@@ -226,22 +241,22 @@ def _work_by_chunk(index: SearchIndex) -> Iterator[_Work]:
         after = keys[-1]
         orphaned = [key for key in keys if key not in rows]
         if orphaned:
-            yield _Work([], orphaned, total.missing + total.stale)
+            yield _Work([], orphaned, total)
     after = None
     while True:
-        with read_snapshot():
-            chunk = indexed_rows(index, None, scope_id=None, after=after, count=PENDING_CHUNK)
-            stored = engine.stored_of(index, list(chunk)) if chunk and present else {}
-        if not chunk:
+        with read_snapshot():  # one per chunk: the batches write between chunks
+            chunk = _chunk_of_rows(index, after, present=present)
+        if chunk is None:
             break
-        after = max(chunk)
+        rows, stored = chunk
+        after = max(rows)
         todo = sorted(
             key
-            for key, (_, cited, version) in chunk.items()
+            for key, (_, cited, version) in rows.items()
             if stored.get(key) != StoredVector(cited, version)
         )
-        scopes = {scope for scope, _, _ in chunk.values()}
-        yield _Work(todo, [], total.missing + total.stale, scopes)
+        scopes = {scope for scope, _, _ in rows.values()}
+        yield _Work(todo, [], total, scopes)
 
 
 def _embed_batch(index: SearchIndex, model: embeddings.Embedder, batch: list[int]) -> int:
