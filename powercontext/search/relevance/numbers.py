@@ -88,7 +88,15 @@ DUPLICATE_SIMILARITY = 0.9
 # precision falls from 53.6 to 50.6 % (without the exemption, 0.08 starts to cost recall);
 # LoCoMo bare stays at 71.8 / 58.4-58.5 %. 0.12 keeps off the edge.
 FOCUS_SPREAD = 0.12
-FOCUS_WINDOW = 16
+# The window of that best focus, and of the median a candidate's lift is measured against
+# (FOCUS_CROWD): nearly the whole candidate pool (``policy.CANDIDATE_POOL``, 50). With 16,
+# an answer ranked past the sixteenth was never compared with the window and a long
+# prompt's window was mostly its subject's entries. bench/relevance_fit.py --record (16,
+# 24, 32, 48 around the 16 it was): six coding folds of seven chose 48, lianjie-gateway's
+# 32, none lost an answer; through the server recall_any 90.2 -> 90.5 % cold, 89.7 -> 90.2
+# % captured, LoCoMo every figure up (docs/relevance.md, section 6); a wrapped prompt's
+# prepare 9 % dearer (more documents' tokens compared), a short one's the same.
+FOCUS_WINDOW = 48
 # ... unless it says a word of the segment (a token matched at FOCUS_WORD or more) that no
 # better-ranked candidate says (FOCUS_WORD_MARGIN above each): one subject of a question
 # about several. bench/focus_gate.py: a flat region for 0.65-0.75 and 0.25-0.35.
