@@ -23,6 +23,14 @@ LoCoMo answer found or lost, a cross-conversation pack emptied or filled): what 
 costs and gains, prompt by prompt. A value is worth shipping when it is chosen on (nearly) every
 fold and the held-out figures do not fall: a value that raises the six it was chosen on and
 lowers the one left out does not ship (docs/relevance.md, "How its numbers are chosen").
+
+With ``--record`` it fits every number of ``bench/relevance_numbers.json`` over the grid the
+record gives it (``--only A,B``: those), the run at the shipped values asked once for all,
+and writes back each number's folds, its figures per conversation, the digests of the data
+and the value the method ships (bench/relevance_record.py; 57 values, about 45 minutes on
+two processes, each given its own ``--home`` copy and half of the numbers):
+
+    .venv/bin/python bench/relevance_fit.py --files ... --locomo ... --home /tmp/fit --record
 """
 
 from __future__ import annotations
@@ -43,7 +51,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import relevance_record  # noqa: E402
 from bench.locomo import load_conversation, load_templates, render  # noqa: E402
+from bench.relevance_record import locomo_objective, objective  # noqa: E402
 from bench.relevance_replay import dev_data_arguments, fill, overrides, packed  # noqa: E402
 from bench.vector_bench import setup_django  # noqa: E402
 
@@ -193,27 +203,6 @@ def locomo_figures(questioned: Sequence[Questioned]) -> dict[str, float | None]:
     }
 
 
-def objective(figures: dict[str, float | None]) -> float:
-    """What a value is chosen by on the projects it may see: recall_any counts twice as
-    much as precision and as no-answer empties (a pack that loses an answer costs more
-    than one that holds an unrelated entry), the three the issue's targets name."""
-    return (
-        2 * (figures["recall_any"] or 0.0)
-        + (figures["precision"] or 0.0)
-        + (figures["no-answer empty"] or 0.0)
-    )
-
-
-def locomo_objective(figures: dict[str, float | None]) -> float:
-    """LoCoMo's: evidence found bare and wrapped, and empties when the question is about
-    another conversation."""
-    return (
-        (figures["bare any"] or 0.0)
-        + (figures["wrapped any"] or 0.0)
-        + (figures["cross empty"] or 0.0)
-    )
-
-
 def shown(value: float | None, column: str = "") -> str:
     if value is None:
         return ""
@@ -294,13 +283,13 @@ def held_out(
     figures_of: Callable[[Sequence[Any]], dict[str, float | None]],
     score: Callable[[dict[str, float | None]], float],
     title: str,
-) -> list[float]:
+) -> dict[str, dict[str, Any]]:
     """For each group left out, the value chosen on the others and the held-out figures at
-    it and at ``shipped``; then the mean and the worst held out. Returns the values chosen."""
+    it and at ``shipped``; then the mean and the worst held out. Returns, per group left
+    out, ``chosen``, ``at chosen`` and ``at shipped`` (the figures)."""
     groups = sorted({group(item) for item in runs[shipped]})
     rows: dict[str, dict[str, float | None]] = {}
-    chosen_values = []
-    chosen_figures, shipped_figures = [], []
+    folds: dict[str, dict[str, Any]] = {}
     for left in groups:
         chosen = max(
             runs,
@@ -309,12 +298,12 @@ def held_out(
                 value == shipped,  # a tie keeps the shipped value
             ),
         )
-        chosen_values.append(chosen)
         out = figures_of([i for i in runs[chosen] if group(i) == left])
         before = figures_of([i for i in runs[shipped] if group(i) == left])
-        chosen_figures.append(out)
-        shipped_figures.append(before)
+        folds[left] = {"chosen": chosen, "at chosen": out, "at shipped": before}
         rows[left] = {"chosen": chosen, **out, "score": score(out), "shipped score": score(before)}
+    chosen_figures = [fold["at chosen"] for fold in folds.values()]
+    shipped_figures = [fold["at shipped"] for fold in folds.values()]
     for label, pick in (("mean", statistics.fmean), ("worst", min)):
         rows[label] = {
             column: pick([f[column] for f in chosen_figures if f[column] is not None] or [0.0])
@@ -323,7 +312,113 @@ def held_out(
         rows[label]["score"] = pick([score(f) for f in chosen_figures])
         rows[label]["shipped score"] = pick([score(f) for f in shipped_figures])
     table(title, rows)
-    return chosen_values
+    return folds
+
+
+def replayed(
+    args: argparse.Namespace, name: str, values: Sequence[float]
+) -> tuple[dict[float, list[Asked]], dict[float, list[Questioned]]]:
+    """Every prompt and question asked once per value of ``name`` (put back after)."""
+    from powercontext.search.relevance import numbers
+
+    shipped = getattr(numbers, name)
+    runs: dict[float, list[Asked]] = {}
+    talks: dict[float, list[Questioned]] = {}
+    try:
+        for value in values:
+            setattr(numbers, name, value)
+            runs[value] = coding(args, with_search=False)
+            talks[value] = locomo(args)
+            print(f"# {name} = {value} done", flush=True)
+    finally:
+        setattr(numbers, name, shipped)
+    return runs, talks
+
+
+def fitted(
+    args: argparse.Namespace,
+    name: str,
+    runs: dict[float, list[Asked]],
+    talks: dict[float, list[Questioned]],
+) -> dict[str, Any]:
+    """Print the tables of one number's fit; return its entry of the record."""
+    from powercontext.search.relevance import numbers
+
+    shipped = getattr(numbers, name)
+    settings = list(runs)
+    print(f"# {name}: shipped {shipped}; chosen on the others, scored on the one left out\n")
+    table(name, {str(v): coding_figures(runs[v]) for v in settings})
+    projects = held_out(
+        runs, shipped, lambda a: a.project, coding_figures, objective, "project left out"
+    )
+    entry: dict[str, Any] = {"grid": sorted(settings), "shipped": shipped, "projects": projects}
+    if talks[shipped]:
+        table(name, {str(v): locomo_figures(talks[v]) for v in settings})
+        held_out(
+            talks,
+            shipped,
+            lambda q: q.conversation,
+            locomo_figures,
+            locomo_objective,
+            "conversation left out",
+        )
+        names = sorted({q.conversation for q in talks[shipped]})
+        entry["conversations"] = {
+            n: {
+                str(v): locomo_figures([q for q in talks[v] if q.conversation == n])
+                for v in settings
+            }
+            for n in names
+        }
+    if args.changes:
+        for value in settings:
+            if value != shipped:
+                found = changes(runs, shipped, value) + changes(talks, shipped, value)
+                print(f"# {name} = {value} against {shipped}: {len(found)} outcomes change")
+                for line in found:
+                    print(f"- {line}")
+                print()
+    return entry
+
+
+def record(args: argparse.Namespace) -> None:
+    """Fit every number of the record (``--only``: those named) over its grid, the run at
+    the shipped values asked once for all of them, and write each entry back with the
+    digests of the data and the value the method ships."""
+    from powercontext.search.relevance import numbers
+
+    path = Path(args.record)
+    wanted = relevance_record.read(path)["numbers"]
+    names = args.only.split(",") if args.only else list(wanted)
+    known = relevance_record.decision_numbers()
+    unknown = [n for n in names if n not in wanted or n not in known]
+    if unknown or not names:
+        raise SystemExit(f"--record: no grid to fit for {unknown or 'any number'}")
+    data = relevance_record.digests(map(Path, args.file_paths), Path(args.files).parents[1])
+    if args.locomo:
+        data |= relevance_record.digests(Path(args.locomo).glob("*.json"), Path(args.locomo).parent)
+        data["templates"] = relevance_record.digests(
+            [Path(args.templates)], Path(args.templates).parent
+        )[Path(args.templates).name]
+    # The run at the shipped values is every number's run at its shipped value.
+    base_runs, base_talks = replayed(args, names[0], [getattr(numbers, names[0])])
+    base = next(iter(base_runs.values())), next(iter(base_talks.values()))
+    for name in names:
+        grid = [overrides([f"{name}={v}"], "--record")[name] for v in wanted[name]["grid"]]
+        shipped = getattr(numbers, name)
+        runs, talks = replayed(args, name, [v for v in grid if v != shipped])
+        runs[shipped], talks[shipped] = base
+        entry = fitted(args, name, runs, talks)
+        entry["ships"] = relevance_record.ships(entry)
+        print(f"# {name}: the method ships {entry['ships']} (shipped {shipped})\n", flush=True)
+        with relevance_record.updating(path) as kept:
+            # Why the method's value is not shipped, written by hand (``relevance_record``),
+            # stays while the method still proposes it.
+            reason = kept["numbers"].get(name, {}).get("kept")
+            if reason and entry["ships"] != shipped:
+                entry["kept"] = reason
+            kept["data"] = data
+            kept["numbers"][name] = entry
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -339,7 +434,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--changes", action="store_true", help="with --choose: each outcome a value changes"
     )
+    parser.add_argument(
+        "--record",
+        nargs="?",
+        const=str(relevance_record.RECORD),
+        metavar="FILE",
+        help="fit every number of the record over its grid and write it back",
+    )
+    parser.add_argument("--only", metavar="NAME,...", help="with --record: these numbers")
     args = parser.parse_args(argv)
+    if args.record and (args.ci or args.limit or args.questions or args.no_locomo):
+        parser.error("--record fits on all the data: no --ci, --limit, --questions, --no-locomo")
     if args.ci:
         args.limit = 5
     args.file_paths = sorted(glob.glob(args.files))
@@ -356,6 +461,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         setattr(numbers, name, value)
         print(f"# {name} = {value}", flush=True)
     started = time.perf_counter()
+    if args.record:
+        record(args)
+        print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
+        return
     if not args.choose:
         describe(coding(args, with_search=True), locomo(args))
         print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
@@ -365,37 +474,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     shipped = getattr(numbers, name)
     if shipped not in settings:
         settings.append(shipped)
-    runs: dict[float, list[Asked]] = {}
-    talks: dict[float, list[Questioned]] = {}
-    try:
-        for value in settings:
-            setattr(numbers, name, value)
-            runs[value] = coding(args, with_search=False)
-            talks[value] = locomo(args)
-            print(f"# {name} = {value} done", flush=True)
-    finally:
-        setattr(numbers, name, shipped)
-    print(f"# {name}: shipped {shipped}; chosen on the others, scored on the one left out\n")
-    table(name, {str(v): coding_figures(runs[v]) for v in settings})
-    held_out(runs, shipped, lambda a: a.project, coding_figures, objective, "project left out")
-    if talks[shipped]:
-        table(name, {str(v): locomo_figures(talks[v]) for v in settings})
-        held_out(
-            talks,
-            shipped,
-            lambda q: q.conversation,
-            locomo_figures,
-            locomo_objective,
-            "conversation left out",
-        )
-    if args.changes:
-        for value in settings:
-            if value != shipped:
-                found = changes(runs, shipped, value) + changes(talks, shipped, value)
-                print(f"# {name} = {value} against {shipped}: {len(found)} outcomes change")
-                for line in found:
-                    print(f"- {line}")
-                print()
+    fitted(args, name, *replayed(args, name, settings))
     print(f"# home {args.home}; {time.perf_counter() - started:.0f} s")
 
 

@@ -31,9 +31,16 @@ import math
 import statistics
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.relevance_record import objective  # noqa: E402
 
 PACK_ITEMS = 8
 KINDS = ("direct", "paraphrase", "boilerplate", "dominant-topic", "multi-entry")
@@ -144,11 +151,6 @@ def figures(packs: Sequence[tuple[dict[str, Any], Sequence[str]]]) -> dict[str, 
 
 def _mean(values: Sequence[float]) -> float:
     return 100 * statistics.fmean(values) if values else float("nan")
-
-
-def objective(f: dict[str, float]) -> float:
-    """bench/relevance_fit.py's."""
-    return 2 * f["recall_any"] + f["precision"] + f["no-answer empty"]
 
 
 def learned(relative: float) -> tuple[list[tuple[float, ...]], Callable[..., list[str]]]:

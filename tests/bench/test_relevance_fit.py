@@ -29,8 +29,10 @@ def test_each_project_left_out_is_scored_at_the_value_chosen_on_the_others(capsy
         0.1: [*asked("a", True), *asked("b", True), *asked("c", False)],
         0.2: [*asked("a", False), *asked("b", False), *asked("c", True)],
     }
-    chosen = held_out(runs, 0.2, lambda a: a.project, coding_figures, objective, "left out")
-    assert chosen == [0.2, 0.2, 0.1]
+    folds = held_out(runs, 0.2, lambda a: a.project, coding_figures, objective, "left out")
+    assert [fold["chosen"] for fold in folds.values()] == [0.2, 0.2, 0.1]
+    assert folds["c"]["at chosen"]["recall_any"] == 0.0
+    assert folds["c"]["at shipped"]["recall_any"] == 100.0
     table = capsys.readouterr().out
     rows = {line.split("|")[1].strip(): line for line in table.splitlines()[2:] if line}
     assert set(rows) == {"a", "b", "c", "mean", "worst"}
