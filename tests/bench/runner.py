@@ -7,10 +7,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_bench(script: str, *args: str) -> str:
-    """Run ``bench/<script> --ci <args>`` and return its stdout; fail on a non-zero exit."""
+def run_bench(script: str, *args: str, ci: bool = True) -> str:
+    """Run ``bench/<script> --ci <args>`` (without ``--ci`` when not ``ci``: a run on the
+    whole of small data) and return its stdout; fail on a non-zero exit."""
     completed = subprocess.run(
-        [sys.executable, f"bench/{script}", "--ci", *args],
+        [sys.executable, f"bench/{script}", *(["--ci"] if ci else []), *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

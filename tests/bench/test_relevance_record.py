@@ -6,13 +6,11 @@ moved, fails here until the record and the code agree."""
 import copy
 import hashlib
 import json
-import subprocess
-import sys
 
 import pytest
 
 from bench.relevance_record import decision_numbers, read, ships
-from tests.bench.runner import REPO_ROOT
+from tests.bench.runner import run_bench
 from tests.bench.test_restraint import PROJECT, tiny_dev_data
 from tests.conftest import sqlite_only
 
@@ -115,21 +113,13 @@ def test_the_fit_writes_each_numbers_entry_and_the_datas_digest(tmp_path):
         "FOCUS_WORD": {"grid": [0.75, 0.9]},
     }
     path.write_text(json.dumps({"data": {}, "numbers": grids}))
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "bench/relevance_fit.py",
-            *("--files", str(data / "*.json"), "--locomo", str(locomo), "--pairs", "1:2,2:1"),
-            *("--home", str(tmp_path / "home"), "--record", str(path)),
-            *("--only", "WORD_COVERAGE,COMMON_ANCHOR_DOCUMENTS"),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    out = run_bench(
+        "relevance_fit.py",
+        *("--files", str(data / "*.json"), "--locomo", str(locomo), "--pairs", "1:2,2:1"),
+        *("--home", str(tmp_path / "home"), "--record", str(path)),
+        *("--only", "WORD_COVERAGE,COMMON_ANCHOR_DOCUMENTS"),
+        ci=False,
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
     record = json.loads(path.read_text())
     assert record["numbers"]["FOCUS_WORD"] == {"grid": [0.75, 0.9]}  # not asked: kept
     for name, shipped, grid in (
@@ -147,4 +137,4 @@ def test_the_fit_writes_each_numbers_entry_and_the_datas_digest(tmp_path):
     assert record["data"]["data/tiny.json"] == tiny
     assert "locomo/1.json" in record["data"]
     assert len(record["data"]["templates"]) == 64
-    assert "the method ships" in completed.stdout
+    assert "the method ships" in out
