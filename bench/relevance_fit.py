@@ -27,7 +27,7 @@ lowers the one left out does not ship (docs/relevance.md, "How its numbers are c
 With ``--record`` it fits every number of ``bench/relevance_numbers.json`` over the grid the
 record gives it (``--only A,B``: those), the run at the shipped values asked once for all,
 and writes back each number's folds, its figures per conversation, the digests of the data
-and the value the method ships (bench/relevance_record.py; 57 values, about 45 minutes on
+and the value the method ships (bench/relevance_record.py; about 70 replays, 45 minutes on
 two processes, each given its own ``--home`` copy and half of the numbers):
 
     .venv/bin/python bench/relevance_fit.py --files ... --locomo ... --home /tmp/fit --record
