@@ -26,8 +26,9 @@ lowers the one left out does not ship (docs/relevance.md, "How its numbers are c
 
 With ``--record`` it fits every number of ``bench/relevance_numbers.json`` over the grid the
 record gives it (``--only A,B``: those), the run at the shipped values asked once for all,
-and writes back each number's folds, its figures per conversation, the digests of the data
-and the value the method ships (bench/relevance_record.py; about 70 replays, 45 minutes on
+and writes back each number's folds and its figures per conversation, to a hundredth, and
+the digests of the data; the value the method ships is read from them
+(bench/relevance_record.py's ``ships``; about 70 replays, 45 minutes on
 two processes, each given its own ``--home`` copy and half of the numbers):
 
     .venv/bin/python bench/relevance_fit.py --files ... --locomo ... --home /tmp/fit --record
@@ -351,7 +352,18 @@ def fitted(
     projects = held_out(
         runs, shipped, lambda a: a.project, coding_figures, objective, "project left out"
     )
-    entry: dict[str, Any] = {"grid": sorted(settings), "shipped": shipped, "projects": projects}
+    entry: dict[str, Any] = {
+        "grid": sorted(settings),
+        "shipped": shipped,
+        "projects": {
+            left: {
+                "chosen": fold["chosen"],
+                "at chosen": _hundredths(fold["at chosen"]),
+                "at shipped": _hundredths(fold["at shipped"]),
+            }
+            for left, fold in projects.items()
+        },
+    }
     if talks[shipped]:
         table(name, {str(v): locomo_figures(talks[v]) for v in settings})
         held_out(
@@ -365,7 +377,7 @@ def fitted(
         names = sorted({q.conversation for q in talks[shipped]})
         entry["conversations"] = {
             n: {
-                str(v): locomo_figures([q for q in talks[v] if q.conversation == n])
+                str(v): _hundredths(locomo_figures([q for q in talks[v] if q.conversation == n]))
                 for v in settings
             }
             for n in names
@@ -381,10 +393,15 @@ def fitted(
     return entry
 
 
+def _hundredths(figures: dict[str, float | None]) -> dict[str, float | None]:
+    """Figures as the record keeps them (and the verdict reads them): to a hundredth."""
+    return {name: None if value is None else round(value, 2) for name, value in figures.items()}
+
+
 def record(args: argparse.Namespace) -> None:
     """Fit every number of the record (``--only``: those named) over its grid, the run at
     the shipped values asked once for all of them, and write each entry back with the
-    digests of the data and the value the method ships."""
+    digests of the data."""
     from powercontext.search.relevance import numbers
 
     path = Path(args.record)
@@ -401,21 +418,20 @@ def record(args: argparse.Namespace) -> None:
             [Path(args.templates)], Path(args.templates).parent
         )[Path(args.templates).name]
     # The run at the shipped values is every number's run at its shipped value.
-    base_runs, base_talks = replayed(args, names[0], [getattr(numbers, names[0])])
-    base = next(iter(base_runs.values())), next(iter(base_talks.values()))
+    base = coding(args, with_search=False), locomo(args)
     for name in names:
         grid = [overrides([f"{name}={v}"], "--record")[name] for v in wanted[name]["grid"]]
         shipped = getattr(numbers, name)
         runs, talks = replayed(args, name, [v for v in grid if v != shipped])
         runs[shipped], talks[shipped] = base
         entry = fitted(args, name, runs, talks)
-        entry["ships"] = relevance_record.ships(entry)
-        print(f"# {name}: the method ships {entry['ships']} (shipped {shipped})\n", flush=True)
+        verdict = relevance_record.ships(entry)
+        print(f"# {name}: the method ships {verdict} (shipped {shipped})\n", flush=True)
         with relevance_record.updating(path) as kept:
             # Why the method's value is not shipped, written by hand (``relevance_record``),
             # stays while the method still proposes it.
             reason = kept["numbers"].get(name, {}).get("kept")
-            if reason and entry["ships"] != shipped:
+            if reason and verdict != shipped:
                 entry["kept"] = reason
             kept["data"] = data
             kept["numbers"][name] = entry

@@ -1,11 +1,12 @@
 """The record of the relevance decision's numbers (``bench/relevance_numbers.json``): for
 each number of ``powercontext.search.relevance.numbers``, the grid it was fitted over, the
 value each coding project's fold chose (on the six others) with that project's held-out
-figures, each LoCoMo conversation's figures at every value of the grid, the digests of the
-data it was fitted on, and the value the method ships (``ships``). Where the code keeps
-another value than the method's, the entry says why in ``kept`` (written by hand: a
-measurement the fit does not make, such as the figure a rule exists for, captured prompts
-through the server, or a prepare's time), and only there.
+figures, each LoCoMo conversation's figures at every value of the grid (figures to a
+hundredth), and the digests of the data it was fitted on; ``ships`` reads from them the
+value the method ships. Where the code keeps another value than the method's, the entry
+says why in ``kept`` (written by hand: a measurement the fit does not make, such as the
+figure a rule exists for, captured prompts through the server, or a prepare's time), and
+only there.
 
 ``bench/relevance_fit.py --record`` writes it from the development data;
 tests/bench/test_relevance_record.py pins the shipped numbers to it, so that a number
@@ -120,17 +121,5 @@ def updating(path: Path = RECORD) -> Iterator[dict[str, Any]]:
             )
         )
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(_rounded(record), indent=1) + "\n", encoding="utf-8")
+        temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         os.replace(temporary, path)
-
-
-def _rounded(value: Any) -> Any:
-    """``value`` with every figure to a hundredth of a point: what the verdict reads, and
-    a record a reader can diff."""
-    if isinstance(value, float):
-        return round(value, 2)
-    if isinstance(value, dict):
-        return {key: _rounded(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_rounded(item) for item in value]
-    return value
