@@ -11,6 +11,7 @@ decision (``powercontext.search.relevance``), and an explicit search's words-onl
 fallback; the family's selector only resolves the hits to its cited values.
 """
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -22,7 +23,7 @@ from powercontext.search import analyzer, hybrid, relevance, vectors
 from powercontext.search.engines import SearchEngine, search_engine
 from powercontext.search.indexes import IndexHit, SearchInconsistent, SearchIndex
 from powercontext.search.policy import CANDIDATE_POOL, PROMPT_HISTORY, recurring_terms
-from powercontext.search.ranking import query_segments, rank, semantic_segments
+from powercontext.search.ranking import rank, segmented, semantic_segments
 from powercontext.search.relevance import Considered, Ranked, anchors
 from powercontext.search.term_counts import counts_of
 
@@ -78,15 +79,19 @@ class Query:
         """A prompt for a Context Pack; ``history``: the terms of the scope's recent
         prompts (``contextpack.prompt_history``). Embeds its segments (none when the
         channel cannot embed): call it where a model call may take its time."""
-        terms = analyzer.query_terms(text)
+        parts = segmented(text)
+        segments = [list(dict.fromkeys(tokens)) for _, tokens in parts]
+        # The prompt's distinct terms in order (``analyzer.query_terms``): segments split
+        # at whitespace only, where no term runs across.
+        terms = list(dict.fromkeys(itertools.chain.from_iterable(segments)))
         recurring = recurring_terms(terms, history)
-        segment_texts = tuple(semantic_segments(text, recurring))
+        segment_texts = tuple(semantic_segments(parts, recurring))
         names = anchors.anchor_names(text)
         return cls(
             text=text,
             terms=terms,
             recurring=recurring,
-            segments=query_segments(text),
+            segments=segments,
             vectors=hybrid.query_vectors(segment_texts),
             segment_texts=segment_texts,
             # A name the user keeps asking about is the subject of their questions, not

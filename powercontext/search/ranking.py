@@ -6,7 +6,7 @@ take a weight per term. So the engine only proposes candidates (``policy.plan_se
 and each candidate is scored here by BM25 over its analyzed text, with the weights the
 policy gave each term: what decides the order is the same on SQLite and OceanBase.
 
-A prompt is scored by its segments (``query_segments``: sentences and lines): an entry
+A prompt is scored by its segments (``segmented``: sentences and lines): an entry
 gets the score of the segment it matches best. A question wrapped in instructions is one
 segment among many, and an entry that answers it is not outscored by one that shares a
 word with each of the instructions. A one-sentence query is one segment: plain BM25.
@@ -42,24 +42,38 @@ MAX_SEMANTIC_SEGMENTS = 8
 _SEGMENT_BREAK = re.compile(r"(?<=[.!?;:])\s+|\n+")
 
 
-def semantic_segments(text: str, recurring: Collection[str] = frozenset()) -> list[str]:
-    """The segments of ``text`` (sentences and lines) the semantic channel embeds, each on
-    its own: a model embeds a whole text, so the question inside a prompt of instructions,
-    logs or a diff is diluted by them, and an entry that answers it is found only by the
-    segment that asks. Segments made mostly of the user's ``recurring`` terms (their
-    boilerplate) are left out, so instructions pasted into every prompt do not pull their
-    look-alikes in whatever the question; all segments when every one is boilerplate.
-    At most ``MAX_SEMANTIC_SEGMENTS``: beyond, the two adjacent segments shortest together
-    are joined, until few enough (a pasted log's lines join, the question stays whole).
-    A one-sentence prompt is one segment."""
-    parts = [part.strip() for part in _SEGMENT_BREAK.split(text)]
-    worded = [(part, terms) for part in parts if (terms := analyzer.query_terms(part))]
-    segments = [
+def segmented(text: str) -> list[tuple[str, list[str]]]:
+    """Each segment of ``text`` (sentences and lines), stripped, with its analyzer tokens
+    in order, repeats kept; segments without a token are left out. A prompt's terms, its
+    segments' terms and the segments it embeds are all read from this one pass (an 8 KB
+    prompt was analysed three times)."""
+    found = []
+    for part in _SEGMENT_BREAK.split(text):
+        if tokens := analyzer.tokens(part):
+            found.append((part.strip(), tokens))
+    return found
+
+
+def semantic_segments(
+    segments: Sequence[tuple[str, Sequence[str]]], recurring: Collection[str] = frozenset()
+) -> list[str]:
+    """The segments the semantic channel embeds, each on its own, of a prompt's
+    ``segments`` (:func:`segmented`): a model embeds a whole text, so the question inside
+    a prompt of instructions, logs or a diff is diluted by them, and an entry that answers
+    it is found only by the segment that asks. Segments made mostly of the user's
+    ``recurring`` terms (their boilerplate) are left out, so instructions pasted into every
+    prompt do not pull their look-alikes in whatever the question; all segments when every
+    one is boilerplate. At most ``MAX_SEMANTIC_SEGMENTS``: beyond, the two adjacent
+    segments shortest together are joined, until few enough (a pasted log's lines join,
+    the question stays whole). A one-sentence prompt is one segment."""
+    kept = [
         part
-        for part, terms in worded
-        if not _is_boilerplate([term for term in terms if term not in STOP_TERMS], recurring)
-    ] or [part for part, _ in worded]
-    return _join_shortest_neighbours(segments, MAX_SEMANTIC_SEGMENTS)
+        for part, tokens in segments
+        if not _is_boilerplate(
+            [term for term in dict.fromkeys(tokens) if term not in STOP_TERMS], recurring
+        )
+    ] or [part for part, _ in segments]
+    return _join_shortest_neighbours(kept, MAX_SEMANTIC_SEGMENTS)
 
 
 def _join_shortest_neighbours(segments: list[str], most: int) -> list[str]:
@@ -120,13 +134,6 @@ def _is_boilerplate(terms: list[str], recurring: Collection[str]) -> bool:
     return not terms or sum(term in recurring for term in terms) >= RECURRING_SEGMENT_SHARE * len(
         terms
     )
-
-
-def query_segments(text: str) -> list[list[str]]:
-    """The analyzer terms of each segment of ``text`` (sentences and lines), in order;
-    segments without terms are left out."""
-    segments = (analyzer.query_terms(part) for part in _SEGMENT_BREAK.split(text))
-    return [terms for terms in segments if terms]
 
 
 def rank(

@@ -4,7 +4,7 @@ real vector index; the pure rules at the end)."""
 
 import pytest
 
-from powercontext.search.ranking import MAX_SEMANTIC_SEGMENTS, semantic_segments
+from powercontext.search.ranking import MAX_SEMANTIC_SEGMENTS, segmented, semantic_segments
 from tests.api_calls import prepare, search
 from tests.contextpack.packs import items
 
@@ -75,24 +75,29 @@ def test_a_wrapped_question_finds_its_entry_cold_by_the_segment_that_asks(api, e
 
 
 def test_segments_are_the_prompts_sentences_and_lines():
-    assert semantic_segments("Which port does the dev database use?") == [
+    assert semantic_segments(segmented("Which port does the dev database use?")) == [
         "Which port does the dev database use?"
     ]
-    assert semantic_segments("Run the tests.\nWhich port?  ") == ["Run the tests.", "Which port?"]
+    assert semantic_segments(segmented("Run the tests.\nWhich port?  ")) == [
+        "Run the tests.",
+        "Which port?",
+    ]
     # Segments without a word are not embedded.
-    assert semantic_segments("Which port?\n---\n") == ["Which port?"]
+    assert semantic_segments(segmented("Which port?\n---\n")) == ["Which port?"]
 
 
 def test_boilerplate_segments_are_left_out_of_the_embedded_prompt():
     prompt = "Follow AGENTS.md and run the tests. Which port does the dev database use?"
     recurring = {"follow", "agent", "md", "run", "test"}
-    assert semantic_segments(prompt, recurring) == ["Which port does the dev database use?"]
-    assert semantic_segments(prompt) == [
+    assert semantic_segments(segmented(prompt), recurring) == [
+        "Which port does the dev database use?"
+    ]
+    assert semantic_segments(segmented(prompt)) == [
         "Follow AGENTS.md and run the tests.",
         "Which port does the dev database use?",
     ]
     # Every segment boilerplate: all of them, not nothing.
-    assert semantic_segments("Follow AGENTS.md and run the tests.", recurring) == [
+    assert semantic_segments(segmented("Follow AGENTS.md and run the tests."), recurring) == [
         "Follow AGENTS.md and run the tests."
     ]
 
@@ -103,7 +108,7 @@ def test_a_long_log_joins_its_shortest_neighbours_and_keeps_the_question_whole()
         "since the CRM receiver was added, so why is that and how do we fix it?"
     )
     lines = [f"  at frame {n} (tasks.py:{100 + n})" for n in range(20)]
-    segments = semantic_segments("\n".join([question, *lines]))
+    segments = semantic_segments(segmented("\n".join([question, *lines])))
     assert len(segments) == MAX_SEMANTIC_SEGMENTS
     assert segments[0] == question
     # Every word is still embedded, in order.

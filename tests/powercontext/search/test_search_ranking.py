@@ -1,16 +1,16 @@
 """Scoring candidates by weighted terms and prompt segments (powercontext.search.ranking).
 Pure: no database."""
 
-from powercontext.search.ranking import query_segments, rank
+from powercontext.search.ranking import rank, segmented
 
 
 def test_segments_are_sentences_and_lines_with_terms():
     text = "Run the tests first.\nDoes orca break staging? Keep it short.\n\n- no push"
-    assert query_segments(text) == [
-        ["run", "the", "test", "first"],
-        ["doe", "orca", "break", "stage"],
-        ["keep", "it", "short"],
-        ["no", "push"],
+    assert segmented(text) == [
+        ("Run the tests first.", ["run", "the", "test", "first"]),
+        ("Does orca break staging?", ["doe", "orca", "break", "stage"]),
+        ("Keep it short.", ["keep", "it", "short"]),
+        ("- no push", ["no", "push"]),
     ]
 
 

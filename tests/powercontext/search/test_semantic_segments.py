@@ -41,13 +41,30 @@ lines = st.text(alphabet="ab .?\n", min_size=0, max_size=12)
 def test_the_segments_of_a_prompt_are_the_old_ones(text):
     parts = [part.strip() for part in ranking._SEGMENT_BREAK.split(text)]
     worded = [part for part in parts if ranking.analyzer.query_terms(part)]
-    assert semantic_segments(text) == joined_the_old_way(worded, MAX_SEMANTIC_SEGMENTS)
+    assert semantic_segments(ranking.segmented(text)) == joined_the_old_way(
+        worded, MAX_SEMANTIC_SEGMENTS
+    )
 
 
 def test_a_column_of_one_letter_lines_is_joined_into_eight_segments():
     # The prompt of issue 27: 4,096 one-letter lines, 8,191 characters.
     text = "\n".join(["a"] * 4096)
-    segments = semantic_segments(text)
+    segments = semantic_segments(ranking.segmented(text))
     assert len(segments) == MAX_SEMANTIC_SEGMENTS
     assert " ".join(segments) == " ".join(["a"] * 4096)
     assert segments == joined_the_old_way(["a"] * 4096, MAX_SEMANTIC_SEGMENTS)
+
+
+# Letters, CJK, marks, digits, punctuation that ends a sentence, every kind of whitespace.
+prompt_text = st.text(
+    st.sampled_from("aZé\u0301ßİ支付の設定에 1_-/.?!;:\n\t\r\u3000\u00a0"), max_size=80
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.one_of(prompt_text, st.text(max_size=80)))
+def test_the_segments_tokens_are_the_prompts_tokens(text):
+    # Query.prompt reads the prompt's terms from its segments: one pass, not three. That
+    # holds because segments split at whitespace, which no token runs across.
+    tokens = [token for _, part in ranking.segmented(text) for token in part]
+    assert tokens == ranking.analyzer.tokens(text)
