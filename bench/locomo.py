@@ -349,6 +349,9 @@ def run(args: argparse.Namespace) -> int:
 
     cold = {name: Tally() for name, _ in variants}
     captured = {name: Tally() for name, _ in variants}
+    # The same, per conversation: a rule that reads the captured prompts is checked with
+    # each conversation left out in turn (docs/relevance.md, section 6).
+    captured_in = {(c.name, name): Tally() for c in conversations for name, _ in variants}
     naive = {name: Tally() for name, _ in variants}
     unscorable = 0
     with running_server(work) as server:
@@ -399,6 +402,7 @@ def run(args: argparse.Namespace) -> int:
                     evidence = evidence_of(conversation, question)
                     if evidence:
                         captured[name].add(payload, evidence, elapsed)
+                        captured_in[conversation.name, name].add(payload, evidence, elapsed)
                     api.ok(
                         "/v1/sources/content",
                         capture_body(conversation.scope_id, f"locomo-{name}", turn, prompt),
@@ -432,8 +436,14 @@ def run(args: argparse.Namespace) -> int:
         + "".join(f"; wrapped {line} (any)" for line in wrapped)
     )
     if args.json_out:
+        per_conversation = [
+            {"policy": "tuned, prompts captured (HTTP)", "prompt": v, "conversation": c, **t.row()}
+            for (c, v), t in captured_in.items()
+        ]
         Path(args.json_out).write_text(
-            json.dumps([{"policy": p, "prompt": v, **r} for p, v, r in rows], indent=2)
+            json.dumps(
+                [{"policy": p, "prompt": v, **r} for p, v, r in rows] + per_conversation, indent=2
+            )
         )
     return 0
 
@@ -451,7 +461,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--questions-limit", type=int, default=None)
     parser.add_argument("--templates-limit", type=int, default=None)
     parser.add_argument("--max-bytes", type=int, default=8000, help="as the hooks send")
-    parser.add_argument("--json-out", help="also write the table rows as JSON here")
+    parser.add_argument(
+        "--json-out",
+        help="also write the table rows as JSON here, and each conversation's captured rows",
+    )
     parser.add_argument(
         "--ci",
         action="store_true",

@@ -47,10 +47,29 @@ def test_locomo_ci_configuration_completes_and_prints_the_table(tmp_path):
         ],
     )
     (data / "7.json").write_text(json.dumps(chat), encoding="utf-8")
+    rows = tmp_path / "rows.json"
     out = run_bench(
-        "locomo.py", "--data", str(data), "--conversations", "7", "--home", str(tmp_path / "home")
+        "locomo.py",
+        "--data",
+        str(data),
+        "--conversations",
+        "7",
+        "--home",
+        str(tmp_path / "home"),
+        "--json-out",
+        str(rows),
     )
     assert "| policy | prompt | questions | cites all | cites any |" in out
     for policy in ("tuned, cold (HTTP)", "tuned, prompts captured (HTTP)", "naive (in-process)"):
         assert f"| {policy} | bare |" in out
         assert out.count(f"| {policy} |") == 2
+    # Each conversation's captured rows (one conversation here: the same as the total).
+    written = json.loads(rows.read_text(encoding="utf-8"))
+    captured = [row for row in written if row["policy"] == "tuned, prompts captured (HTTP)"]
+    total = {row["prompt"]: row for row in captured if "conversation" not in row}
+    mine = {row["prompt"]: row for row in captured if row.get("conversation") == "7"}
+    assert set(mine) == set(total)
+    assert len(mine) == 2
+    for prompt, row in mine.items():
+        assert row["questions"] == total[prompt]["questions"] == 4
+        assert row["any_pct"] == total[prompt]["any_pct"]
