@@ -72,7 +72,7 @@ def asked_everything(args: argparse.Namespace) -> list[Asked]:
     memory family's searches: ``FamilyIndex.search`` calls the query module's ``search``)."""
     from memory.search_index import MEMORY_INDEX
     from powercontext.search import query as search_query
-    from powercontext.search.ranking import semantic_segments
+    from powercontext.search.ranking import segmented, semantic_segments
 
     home = Path(args.home)
     seen: list[Any] = []
@@ -104,7 +104,7 @@ def asked_everything(args: argparse.Namespace) -> list[Asked]:
             for item in found.considered
             if item.admitted or item.verdict.name == "OFF_FOCUS"
         ]
-        segments = semantic_segments(query, prompt.recurring)
+        segments = semantic_segments(segmented(query), prompt.recurring)
         asked.append(Asked(kind, segments, admitted, texts, relevant, pack))
 
     for path in sorted(glob.glob(args.files)):

@@ -194,7 +194,7 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
     from powercontext.search import analyzer, hybrid, token_states
     from powercontext.search.policy import CANDIDATE_POOL
     from powercontext.search.query import Query
-    from powercontext.search.ranking import query_segments, semantic_segments
+    from powercontext.search.ranking import segmented, semantic_segments
     from powercontext.snapshot import read_snapshot
 
     parts: dict[str, list[float]] = {
@@ -216,9 +216,10 @@ def time_prepare_split(texts: list[str]) -> dict[str, float]:
             hybrid.forget_query_vectors()
             began = time.perf_counter()
             # As prepare embeds a prompt: each segment, in one call (no history here).
-            query_vectors = hybrid.query_vectors(semantic_segments(text))
+            query_vectors = hybrid.query_vectors(semantic_segments(segmented(text)))
             parts["embedding"].append(time.perf_counter() - began)
-            words = Query(text, analyzer.query_terms(text), segments=query_segments(text))
+            segments = [list(dict.fromkeys(tokens)) for _, tokens in segmented(text)]
+            words = Query(text, analyzer.query_terms(text), segments=segments)
             prompt = replace(words, vectors=query_vectors, pack=True)
             with read_snapshot():
                 head = memory_head(scope_id=SCOPE)

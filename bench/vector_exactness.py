@@ -74,12 +74,14 @@ def embedded(options: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
 
 
 def segment_queries(queries: list[str]) -> list[list[str]]:
-    from powercontext.search.ranking import semantic_segments
+    from powercontext.search.ranking import segmented, semantic_segments
 
     templates = ROOT / "bench" / "prompts" / "locomo_templates.json"
     template = json.loads(templates.read_text(encoding="utf-8"))["templates"][0]["template"]
     return [
-        semantic_segments(template.replace("{question}", query) if number < 150 else query)
+        semantic_segments(
+            segmented(template.replace("{question}", query) if number < 150 else query)
+        )
         for number, query in enumerate(queries)
     ]
 
