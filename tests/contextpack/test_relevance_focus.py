@@ -137,6 +137,21 @@ def test_the_lift_takes_the_windows_median_focus_away(monkeypatch):
     assert all(lift[key] == pytest.approx(0.0) for key in copies)
 
 
+def test_an_answer_ranked_past_the_sixteenth_sets_the_bar_and_lifts_on_its_segment():
+    # A long prompt's subject fills the first twenty places (FOCUS_WINDOW was 16): the
+    # answer, ranked 21st, is compared with the window and measured against a median that
+    # is not only the subject's notes.
+    matched = {f"subject{n}": [_tokens(0.5, 0.5)] for n in range(20)}
+    matched["answer"] = [_tokens(0.8, 0.8)]
+    matched["later"] = [_tokens(0.5, 0.5)]
+    admitted = [(key, False) for key in matched]
+    judged = relevance.off_focus(admitted, matched)
+    assert "later" in judged.left_out  # 0.3 under the answer's focus
+    assert max(judged.lift, key=judged.lift.get) == "answer"
+    # Within the first sixteen alone, the subject's notes set the bar: nothing is left out.
+    assert relevance.off_focus(admitted[:16], matched).left_out == set()
+
+
 def test_a_packs_window_takes_the_lift_order_in_the_places_it_held():
     from powercontext.search.indexes import IndexHit
     from powercontext.search.relevance.focus import _focus_order
