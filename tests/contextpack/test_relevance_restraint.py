@@ -153,6 +153,30 @@ def test_a_name_most_entries_hold_picks_none_of_them_out(api, remember):
     assert python_notes <= set(search_ids(api, scope, "Python"))
 
 
+RUN_NOTES = (
+    "Run the migrations with `make migrate` before you run the test suite.",
+    "Run `make test` for the whole suite; it runs pytest with --reuse-db.",
+    "The nightly export job runs at 02:00 UTC and retries twice.",
+    "Use `make run` to start the dev server on port 8000.",
+    "Fix flaky tests by seeding the random generator; a fix that sleeps is not a fix.",
+    "Invoices are numbered per tenant, never globally.",
+)
+
+
+@pytest.mark.parametrize(
+    "follow_up", ["what did you just run?", "now run it", "run that", "can you fix that?"]
+)
+def test_a_sentence_around_one_word_does_not_name_it(api, remember, follow_up):
+    # An agent's follow-ups have one content word ("run", "fix"): asked alone, a word is
+    # what the query names, every entry holding it anchored; in a sentence it is a word
+    # like any other, and nothing here answers what the user just said.
+    scope = "r7b"
+    ids = [remember(text, scope_id=scope)["entry"]["citation"]["entry_id"] for text in RUN_NOTES]
+    assert prepare(api, scope, follow_up)["status"] == "empty"
+    # The word alone still names what it is asked about.
+    assert cited(prepare(api, scope, "fix")) == [ids[4]]
+
+
 COMMON_WORDS_NOTE = (
     "Notes: tests test run make staging deploy review commit branch change code fix "
     "error build failing logs check config migration database release service worker "

@@ -71,9 +71,11 @@ def query_facts(query: Asked, plan: SearchPlan) -> QueryFacts:
     weights and counts)."""
     weights = plan.weights
     content = [term for term in query.terms if term not in STOP_TERMS]
-    # A query of one word ("deployment", a tag) names one thing, as an identifier does.
-    names = query.anchor_names | {frozenset(content)} if len(content) == 1 else query.anchor_names
-    held = query.anchors | frozenset(content) if len(content) == 1 else query.anchors
+    # A query of one word ("deployment", a tag) names one thing, as an identifier does; a
+    # sentence around its one content word ("what did you just run?") does not.
+    one_word = len(content) == 1 and len(query.terms) <= numbers.ONE_WORD_QUERY_TERMS
+    names = query.anchor_names | {frozenset(content)} if one_word else query.anchor_names
+    held = query.anchors | frozenset(content) if one_word else query.anchors
     anchors_only = bool(content) and all(term in held for term in content)
     known = frozenset(term for term in held if term in weights)
     # A name most of the scope's entries hold (the speaker of half a chat, the language

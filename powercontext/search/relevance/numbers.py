@@ -50,6 +50,12 @@ ANSWERED_COVERAGE_SIMILARITY = 0.3
 # COMMON_ANCHOR_DOCUMENTS of them, picks none out (``picks_out``).
 COMMON_ANCHOR_SHARE = 0.02
 COMMON_ANCHOR_DOCUMENTS = 2
+# A query whose one content word comes with at most ONE_WORD_QUERY_TERMS terms in all
+# (stop words counted) names that word, as an identifier does: "deployment", a tag. In
+# a sentence it is a word like any other: an agent's follow-ups ("what did you just run?",
+# "fix it", "what failed?") filled packs with every entry holding "run", "fix" or "fail".
+# (The figures: docs/relevance.md, "A sentence around one word".)
+ONE_WORD_QUERY_TERMS = 1
 # Packs, one-sentence prompts: an entry holding only names of the query (no identifier,
 # no other subject of it) is anchored only within NAME_SPREAD of the best candidate's
 # cosine; farther, it is judged on its other evidence. First for the names most entries
