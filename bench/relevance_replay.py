@@ -15,7 +15,10 @@ planted note (bench/restraint.py's notes and 30-prompt spread), each LoCoMo conv
 ``--max-bytes`` (the pack as the server builds it, without HTTP and without capturing
 the prompt: the *cold* pass), and the figures are bench/restraint.py's: coding precision
 per prompt, recall_any, items, no-answer empties; LoCoMo bare any/all evidence and the
-first template's any; cross-conversation empties; each planted note's reach. ``--set
+first template's any; cross-conversation empties; each planted note's reach. One more of
+its own: the share of packs that agent follow-ups (``bench/prompts/follow_ups.json``: "fix
+it", "what failed?", written for this bench) get in each coding project's scope, where
+nothing answers them. ``--set
 NAME=VALUE`` replaces a number of the decision (``powercontext.search.relevance.numbers``)
 for the run;
 ``--cap-unanchored N`` measures a rule the decision does not have: a pack keeps at most N
@@ -50,6 +53,9 @@ from bench.served import pack_memory_citations  # noqa: E402
 from bench.vector_bench import setup_django  # noqa: E402
 
 PLANTED_PROMPTS = 30
+# What a user says to the agent about its last step ("fix it", "what failed?"): asked in
+# each coding project's scope, where nothing answers them.
+FOLLOW_UPS = Path(__file__).with_name("prompts") / "follow_ups.json"
 
 
 def overrides(pairs: Sequence[str], option: str = "--set") -> dict[str, float]:
@@ -133,6 +139,8 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     coding: list[tuple[dict, list[str]]] = []
     planted: dict[str, int] = dict.fromkeys(PLANTED_KINDS, 0)
+    follow_ups = json.loads(FOLLOW_UPS.read_text(encoding="utf-8"))["prompts"][: args.limit]
+    followed: list[bool] = []
     for project in projects:
         entries = [(e["id"], e["kind"], e["text"]) for e in project["entries"]]
         scope = f"replay-{project['project']}"
@@ -140,6 +148,7 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
         files = {entry_id: file_id for file_id, entry_id in reversed(ids.items())}
         prompts = project["prompts"][: args.limit]
         coding += [(p, packed(scope, p["prompt"], args.max_bytes, files)) for p in prompts]
+        followed += [bool(packed(scope, text, args.max_bytes, files)) for text in follow_ups]
         for kind, note in planted_notes(project).items():
             scope = f"replay-{project['project']}-planted-{kind}"
             ids = fill(home, scope, [*entries, ("planted", "fact", note)])
@@ -154,6 +163,7 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     figures["coding recall_any"] = _mean([hit > 0 for hit in relevant])
     figures["coding items per pack"] = statistics.fmean([len(p) for _, p in answerable] or [0])
     figures["coding no-answer empty"] = _mean([not pack for p, pack in coding if not p["relevant"]])
+    figures["follow-ups with a pack"] = _mean(followed)
 
     turn_ids: dict[str, dict[str, str]] = {}
     for name, conversation in conversations.items():

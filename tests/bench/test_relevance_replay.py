@@ -45,6 +45,7 @@ def test_the_replay_prints_every_figure_with_a_threshold_overridden(tmp_path):
     assert figures["coding recall_any"] == "100.0 %"
     for name in ("LoCoMo bare any", "cross-conversation empty", "planted boilerplate reach"):
         assert name in figures
+    assert figures["follow-ups with a pack"].endswith(" %")
     # A second run in the same home reads the kept scopes: the same figures.
     again = replay(tmp_path, "--set", "WORD_COVERAGE=0.5")
     assert again.splitlines()[2:] == out.splitlines()[2:]
