@@ -243,6 +243,29 @@ def test_anchors_are_names_and_identifiers_not_sentence_starts_or_acronyms():
     assert anchors("Can I ship this to prod on Friday, or wait for May?") == set()
 
 
+def test_capitalised_words_one_space_apart_name_one_thing():
+    names = relevance.anchor_names
+    assert names("Does the app support iPad multitasking / Split View?") == {
+        frozenset({"ipad"}),
+        frozenset({"split", "view"}),
+    }
+    # An acronym, a sentence start, punctuation or two spaces end the name; an identifier
+    # stays its own.
+    assert names("Do we buy AWS Savings Plans, Reserved Instances?") == {
+        frozenset({"save", "plan"}),
+        frozenset({"reserv", "instanc"}),
+    }
+    assert names("Project: Platform Infrastructure  Labels: ops") == {
+        frozenset({"infrastructur"}),
+        frozenset({"label"}),
+    }
+    assert names("Ask Kenji Tanaka about HAR-1101 Billing") == {
+        frozenset({"kenji", "tanaka"}),
+        frozenset({"har", "1101"}),
+        frozenset({"bill"}),
+    }
+
+
 def test_an_entry_holds_a_name_when_it_holds_all_its_terms():
     names = relevance.anchor_names("Ticket HAR-1101, release-3.14.2-rc1 and cancel_at")
     assert names == {

@@ -20,7 +20,8 @@ from powercontext.search.relevance import numbers
 # Words that name something: identifiers with digits or underscores, inner capitals
 # (GraphQL, NamedTuple), or a capital inside a sentence. Not all capitals alone (API, CI,
 # AGENTS.md): acronyms and boilerplate file names, not subjects; and not the first word of
-# a sentence, a line or a list item ("- Add a test").
+# a sentence, a line or a list item ("- Add a test"). Such words one space apart are one
+# name ("Split View", "Apple Pay"): each of its words alone is another thing.
 # CJK characters end a word: Chinese and Japanese write identifiers against their own
 # text without a space ("调大HikariPool的连接池").
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -31,28 +32,57 @@ _SENTENCE_END = re.compile(r"[.!?:;]\s|[.!?:;]$")
 def anchor_names(text: str) -> frozenset[frozenset[str]]:
     """``text``'s names and identifiers (see the module's docstring), each as the analyzer
     terms an entry must hold together to hold it: ``release-3.14.2-rc1`` is one name of
-    five terms, and an entry saying "net 14" does not hold it."""
+    five terms, and an entry saying "net 14" does not hold it. Capitalised words one
+    space apart are one name (``COMPOUND_NAMES``): "Split View", "Dynamic Island"."""
     found: set[frozenset[str]] = set()
+    compound = bool(numbers.COMPOUND_NAMES)
     for line in text.splitlines():
         at_start, end = True, 0
+        run: list[frozenset[str]] = []  # the names of the capitalised words just read
         for match in _WORD.finditer(line):
             word = match.group(0)
             if word.islower() and word.isalpha() and word.isascii():
                 # Most of a prompt's words, never a name (checked in C, before the
                 # sentence-start search: an 8 KB prompt's anchors took 2.3 ms).
+                _close(run, found)
                 at_start, end = False, match.end()
                 continue
             if end and _SENTENCE_END.search(line[end - 1 : match.start()]):
                 at_start = True
             # A dotted or dashed identifier with digits (HAR-1101, v3.2) names one thing.
             parts = [word] if _is_identifier(word) else re.split(r"[.-]", word)
-            for part in parts:
-                if _is_anchor(part, at_start):
-                    name = frozenset(t for t in analyzer.tokens(part) if t not in STOP_TERMS)
-                    if any(len(term) > 1 for term in name):
+            if compound and parts == [word] and "_" not in word and not _is_identifier(word):
+                # A name of one word: it may go on in the next ("Split View").
+                name = _name(word, at_start)
+                if name is None or line[end : match.start()] != " ":
+                    _close(run, found)
+                if name is not None:
+                    run.append(name)
+            else:
+                _close(run, found)
+                for part in parts:
+                    name = _name(part, at_start)
+                    if name is not None:
                         found.add(name)
             at_start, end = False, match.end()
+        _close(run, found)
     return frozenset(found)
+
+
+def _name(part: str, sentence_start: bool) -> frozenset[str] | None:
+    """The name ``part`` of a word is, as terms (None: no name)."""
+    if not _is_anchor(part, sentence_start):
+        return None
+    name = frozenset(t for t in analyzer.tokens(part) if t not in STOP_TERMS)
+    return name if any(len(term) > 1 for term in name) else None
+
+
+def _close(run: list[frozenset[str]], found: set[frozenset[str]]) -> None:
+    """Add the names of consecutive capitalised words ``run`` to ``found`` as one, and empty
+    it."""
+    if run:
+        found.add(frozenset().union(*run))
+        run.clear()
 
 
 def anchor_terms(names: Collection[frozenset[str]]) -> frozenset[str]:

@@ -50,6 +50,9 @@ ANSWERED_COVERAGE_SIMILARITY = 0.3
 # COMMON_ANCHOR_DOCUMENTS of them, picks none out (``picks_out``).
 COMMON_ANCHOR_SHARE = 0.02
 COMMON_ANCHOR_DOCUMENTS = 2
+# Capitalised words one space apart are one name when 1 ("Split View", "Savings Plans",
+# "Dynamic Island": an entry holds it when it holds every word), each word its own when 0.
+COMPOUND_NAMES = 1
 # A query whose one content word comes with at most ONE_WORD_QUERY_TERMS terms in all
 # (stop words counted) names that word, as an identifier does: "deployment", a tag. In
 # a sentence it is a word like any other: an agent's follow-ups ("what did you just run?",
