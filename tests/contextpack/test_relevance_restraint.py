@@ -278,6 +278,18 @@ def test_an_entry_holds_a_name_when_it_holds_all_its_terms():
     assert relevance.anchors.held(names, {"har", "1101", "fix"}) == {"har", "1101"}
 
 
+def test_a_long_name_is_held_by_all_its_words_but_one_and_a_short_one_by_all():
+    held = relevance.anchors.held
+    city = relevance.anchor_names("How was John's trip to New York City?")
+    assert held(city, {"new", "york", "trip"}) == {"new", "york"}  # "New York"
+    assert held(city, {"york"}) == set()
+    split = relevance.anchor_names("Does the app support Split View?")
+    assert held(split, {"split", "payment"}) == set()
+    # An identifier is held whole, however long.
+    release = relevance.anchor_names("release-3.14.2-rc1")
+    assert held(release, {"releas", "3", "14", "2"}) == set()
+
+
 def test_an_anchor_picks_entries_out_while_few_hold_it():
     assert relevance.picks_out("python", 2, 100)
     assert not relevance.picks_out("python", 3, 100)

@@ -92,8 +92,17 @@ def anchor_terms(names: Collection[frozenset[str]]) -> frozenset[str]:
 
 
 def held(names: Collection[frozenset[str]], terms: frozenset[str]) -> frozenset[str]:
-    """The terms of the ``names`` that ``terms`` (an entry's) hold whole."""
-    return frozenset(term for name in names if name <= terms for term in name)
+    """The terms of the ``names`` that ``terms`` (an entry's) hold: every term of a name,
+    or all but one of a name of three words or more that is not an identifier (a long name
+    goes by a shorter one: "New York" for "New York City")."""
+    found: set[str] = set()
+    for name in names:
+        missing = len(name - terms)
+        if missing == 0:
+            found |= name
+        elif missing == 1 and len(name) >= 3 and not any(map(is_identifier_term, name)):
+            found |= name & terms
+    return frozenset(found)
 
 
 def _is_identifier(word: str) -> bool:
