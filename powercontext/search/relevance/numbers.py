@@ -51,7 +51,9 @@ ANSWERED_COVERAGE_SIMILARITY = 0.3
 COMMON_ANCHOR_SHARE = 0.02
 COMMON_ANCHOR_DOCUMENTS = 2
 # Capitalised words one space apart are one name when 1 ("Split View", "Savings Plans",
-# "Dynamic Island": an entry holds it when it holds every word), each word its own when 0.
+# "Dynamic Island": an entry holds it when it holds every word, or all but one of three or
+# more: ``anchors.held``), each word its own name when 0. docs/relevance.md, "Capitalised
+# words one space apart".
 COMPOUND_NAMES = 1
 # A query whose one content word comes with at most ONE_WORD_QUERY_TERMS terms in all
 # (stop words counted) names that word, as an identifier does: "deployment", a tag. In
