@@ -44,14 +44,16 @@ def anchor_names(text: str) -> frozenset[frozenset[str]]:
             if word.islower() and word.isalpha() and word.isascii():
                 # Most of a prompt's words, never a name (checked in C, before the
                 # sentence-start search: an 8 KB prompt's anchors took 2.3 ms).
-                _close(run, found)
+                if run:
+                    _close(run, found)
                 at_start, end = False, match.end()
                 continue
             if end and _SENTENCE_END.search(line[end - 1 : match.start()]):
                 at_start = True
             # A dotted or dashed identifier with digits (HAR-1101, v3.2) names one thing.
-            parts = [word] if _is_identifier(word) else re.split(r"[.-]", word)
-            if compound and parts == [word] and "_" not in word and not _is_identifier(word):
+            identifier = _is_identifier(word)
+            parts = [word] if identifier else re.split(r"[.-]", word)
+            if compound and not identifier and "_" not in word and parts == [word]:
                 # A name of one word: it may go on in the next ("Split View").
                 name = _name(word, at_start)
                 if name is None or line[end : match.start()] != " ":
